@@ -1,0 +1,112 @@
+/* close.c - close, dup, dup2, dup3, close_range, closefrom.
+ *
+ * dup'ed descriptors share one socket record.  The engine's own
+ * descriptors are invisible to the application: close() on one fails with
+ * EBADF as if it were not open, close_range() skips them, and dup2()/dup3()
+ * onto one moves the engine's descriptor out of the way first.
+ */
+#include "preload.h"
+
+RS_EXPORT int close(int fd)
+{
+	int on = rs_enter();
+	if (on) {
+		if (rs_unlikely(rs_fdguard_is_engine(fd))) {
+			errno = EBADF;
+			return -1;
+		}
+		struct rs_sock *s = rs_fd_peek(fd);
+		rs_stat_add((s ? RS_C_CALLS_SOCKET : RS_C_CALLS_OTHER) + RINGSOCK_FAM_CLOSE, 1);
+		/* Forget first: a racing socket() that gets this number back
+		 * must not lose its new record to us. */
+		if (s)
+			rs_fd_forget(fd);
+	}
+	return REAL(close)(fd);
+}
+
+RS_EXPORT int dup(int fd)
+{
+	int on = rs_enter_fd(fd, RINGSOCK_FAM_CLOSE) != NULL;
+	int nfd = REAL(dup)(fd);
+	if (nfd >= 0 && rs_ready())
+		rs_fd_dup(fd, nfd);
+	(void)on;
+	return nfd;
+}
+
+static int dup_onto(int fd, int fd2, int flags, int use_dup3)
+{
+	rs_enter_fd(fd, RINGSOCK_FAM_CLOSE);
+	if (rs_ready() && fd != fd2) {
+		int e = rs_fdguard_evict(fd2);
+		if (e < 0) {
+			errno = -e;
+			return -1;
+		}
+	}
+	int r = use_dup3 ? REAL(dup3)(fd, fd2, flags) : REAL(dup2)(fd, fd2);
+	if (r >= 0 && fd != fd2 && rs_ready())
+		rs_fd_dup(fd, fd2);
+	return r;
+}
+
+RS_EXPORT int dup2(int fd, int fd2)
+{
+	return dup_onto(fd, fd2, 0, 0);
+}
+
+RS_EXPORT int dup3(int fd, int fd2, int flags)
+{
+	return dup_onto(fd, fd2, flags, 1);
+}
+
+#ifdef RS_HAVE_CLOSE_RANGE
+/* Close [first, last] except the engine's descriptors: close the gaps
+ * between them. */
+static int close_range_guarded(unsigned first, unsigned last, int flags)
+{
+	if (!rs_enter() || (flags & CLOSE_RANGE_CLOEXEC))
+		return REAL(close_range)(first, last, flags);
+	rs_stat_add(RS_C_CALLS_OTHER + RINGSOCK_FAM_CLOSE, 1);
+	int keep[RS_MAX_ENGINE_FDS];
+	int n = rs_fdguard_list(keep, RS_MAX_ENGINE_FDS); /* ascending */
+	unsigned long long lo = first, end = (unsigned long long)last + 1;
+	int r = 0;
+	for (int i = 0; i <= n && lo < end; i++) {
+		unsigned long long k = i < n ? (unsigned long long)keep[i] : end;
+		if (k < lo || k > end)
+			continue;
+		if (k > lo) {
+			rs_fd_forget_range((unsigned)lo, (unsigned)(k - 1));
+			if (REAL(close_range)((unsigned)lo, (unsigned)(k - 1), flags) < 0)
+				r = -1;
+		}
+		lo = k + 1;
+	}
+	return r;
+}
+
+RS_EXPORT int close_range(unsigned first, unsigned last, int flags)
+{
+	if (first > last) {
+		errno = EINVAL;
+		return -1;
+	}
+	return close_range_guarded(first, last, flags);
+}
+#endif
+
+#ifdef RS_HAVE_CLOSEFROM
+/* glibc's closefrom calls close_range internally, past our interposer. */
+RS_EXPORT void closefrom(int lowfd)
+{
+	if (lowfd < 0)
+		lowfd = 0;
+	if (close_range_guarded((unsigned)lowfd, ~0u, 0) == 0)
+		return;
+	/* Kernel without close_range: close one by one, as glibc does. */
+	for (int fd = lowfd; fd < 65536; fd++)
+		close(fd);
+}
+#endif

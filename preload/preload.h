@@ -1,0 +1,136 @@
+/* preload.h - what every trampoline file needs.
+ *
+ * A trampoline does only: lazy init, "is this fd ours?", count, call the
+ * engine or the next symbol, and turn -errno into errno.
+ */
+#ifndef RS_PRELOAD_H
+#define RS_PRELOAD_H
+
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <sys/epoll.h>
+#include <sys/select.h>
+#include <sys/sendfile.h>
+#include <sys/socket.h>
+#include <sys/types.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "../src/internal.h"
+#include "../src/sys.h"
+
+#define RS_EXPORT __attribute__((visibility("default")))
+
+/* Parameter types that differ between glibc and musl.  glibc's GNU mode
+ * declares sockaddr parameters as transparent unions; definitions must
+ * use the same type. */
+#if defined(__GLIBC__) && defined(__USE_GNU) && !defined(__cplusplus) && __GNUC__ >= 3
+#define RS_SA __SOCKADDR_ARG
+#define RS_CSA __CONST_SOCKADDR_ARG
+#define RS_SA_PTR(a) ((a).__sockaddr__)
+#else
+#define RS_SA struct sockaddr *
+#define RS_CSA const struct sockaddr *
+#define RS_SA_PTR(a) (a)
+#endif
+
+#ifdef __GLIBC__
+#define RS_IOCTL_REQ unsigned long
+#define RS_MMSG_FLAGS int
+#define RS_OFF64 off64_t
+#define RS_HAVE_EXECVPE 1
+#if __GLIBC_PREREQ(2, 34)
+#define RS_HAVE_CLOSE_RANGE 1
+#define RS_HAVE_CLOSEFROM 1
+#endif
+#if __GLIBC_PREREQ(2, 35)
+#define RS_HAVE_EPOLL_PWAIT2 1
+#endif
+#else /* musl */
+#define RS_IOCTL_REQ int
+#define RS_MMSG_FLAGS unsigned int
+#define RS_OFF64 off_t
+#define RS_HAVE_EXECVPE 1
+#endif
+
+#ifndef SYS_close_range
+#define SYS_close_range 436
+#endif
+#define RS_SYS_epoll_pwait2 441
+#ifndef CLOSE_RANGE_CLOEXEC
+#define CLOSE_RANGE_CLOEXEC (1U << 2)
+#endif
+
+extern char **environ;
+
+/* The next symbols.  Before resolution each points at a raw-syscall
+ * fallback, so a call is always possible. */
+struct rs_real {
+#define RS_CALL(ret, name, params, args, fb) ret(*name) params;
+#include "calls.def"
+#undef RS_CALL
+};
+extern struct rs_real rs_real;
+#define REAL(name) (__atomic_load_n(&rs_real.name, __ATOMIC_RELAXED))
+
+/* Resolve the next symbols and initialise the runtime (idempotent,
+ * recursion-safe). */
+void rs_preload_init(void);
+
+/* Turn an engine/raw result into the libc convention. */
+static inline long rs_ret(long r)
+{
+	if (rs_unlikely(r < 0 && r > -4096)) {
+		errno = (int)-r;
+		return -1;
+	}
+	return r;
+}
+
+/* Common head of every fd trampoline: initialise if needed, count the call
+ * in family fam, and return the fd's socket record (NULL: not ours, or
+ * pass-through mode). */
+static inline struct rs_sock *rs_enter_fd(int fd, int fam)
+{
+	if (rs_unlikely(!rs_ready())) {
+		rs_preload_init();
+		if (!rs_ready())
+			return NULL;
+	}
+	if (rs_unlikely(rs_rt.passthrough))
+		return NULL;
+	struct rs_sock *s = rs_fd_peek(fd);
+	rs_stat_add(s ? RS_C_CALLS_SOCKET + fam : RS_C_CALLS_OTHER + fam, 1);
+	return s;
+}
+
+/* Head of a trampoline without one fd (poll sets, fork, exec): returns 1
+ * when tracking is on. */
+static inline int rs_enter(void)
+{
+	if (rs_unlikely(!rs_ready())) {
+		rs_preload_init();
+		if (!rs_ready())
+			return 0;
+	}
+	return !rs_rt.passthrough;
+}
+
+/* Count bytes moved on a tracked socket. */
+static inline void rs_count_bytes(struct rs_sock *s, int ctr, long r)
+{
+	if (s && r > 0)
+		rs_stat_add(ctr, (uint64_t)r);
+}
+
+/* After a call returned a new fd: track it if it is an engine socket,
+ * else drop any stale record under that number. */
+void rs_new_fd(int fd, int domain, int type, int protocol);
+
+#endif

@@ -1,0 +1,180 @@
+/* check.c - `ringsock check` and `ringsock knobs`. */
+#include <stdio.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/utsname.h>
+
+#include "cli.h"
+#include "internal.h"
+#include "netinfo.h"
+
+static const char *const setup_flag_names[] = {
+	"IOPOLL", "SQPOLL", "SQ_AFF", "CQSIZE", "CLAMP", "ATTACH_WQ", "R_DISABLED", "SUBMIT_ALL",
+	"COOP_TASKRUN", "TASKRUN_FLAG", "SQE128", "CQE32", "SINGLE_ISSUER", "DEFER_TASKRUN",
+	"NO_MMAP", "REGISTERED_FD_ONLY", "NO_SQARRAY",
+};
+static const char *const feat_names[] = {
+	"SINGLE_MMAP", "NODROP", "SUBMIT_STABLE", "RW_CUR_POS", "CUR_PERSONALITY", "FAST_POLL",
+	"POLL_32BITS", "SQPOLL_NONFIXED", "EXT_ARG", "NATIVE_WORKERS", "RSRC_TAGS", "CQE_SKIP",
+	"LINKED_FILE", "REG_REG_RING", "RECVSEND_BUNDLE", "MIN_TIMEOUT", "RW_ATTR", "NO_IOWAIT",
+};
+
+/* "yes", "no", or "yes (disabled by RINGSOCK_FEATURES_DISABLE)". */
+static const char *feat(int have, unsigned disabled, unsigned bit)
+{
+	if (!have)
+		return "no";
+	return (disabled & bit) ? "yes (treated as missing: RINGSOCK_FEATURES_DISABLE)" : "yes";
+}
+
+const char *rs_cli_io_uring_blocker(const struct rs_config *cfg)
+{
+	static struct rs_probe p;
+	rs_probe_run(&p);
+	return rs_probe_blocker(&p, (unsigned)cfg->v[RS_K_FEATURES_DISABLE]);
+}
+
+static void print_limit(const char *label, int res, unsigned long unit, const char *uname)
+{
+	struct rlimit rl;
+	if (getrlimit(res, &rl) != 0)
+		return;
+	printf("%-26s", label);
+	if (rl.rlim_cur == RLIM_INFINITY)
+		printf("unlimited");
+	else
+		printf("%llu%s", (unsigned long long)rl.rlim_cur / unit, uname);
+	if (rl.rlim_max == RLIM_INFINITY)
+		printf(" (hard: unlimited)\n");
+	else
+		printf(" (hard: %llu%s)\n", (unsigned long long)rl.rlim_max / unit, uname);
+}
+
+static void print_knobs(const struct rs_config *cfg)
+{
+	char buf[RS_STR_KNOB_MAX];
+	printf("knobs (effective values; * = set in the environment):\n");
+	for (int i = 0; i < RS_K_COUNT; i++) {
+		rs_knob_format(cfg, i, buf, sizeof(buf));
+		printf("  %c %s=%s\n", cfg->from_env[i] ? '*' : ' ', rs_knobs[i].name, buf);
+	}
+}
+
+int rs_cli_check(const struct rs_config *cfg, int knobs_only)
+{
+	struct utsname u;
+	struct rs_probe p;
+	unsigned dis = (unsigned)cfg->v[RS_K_FEATURES_DISABLE];
+
+	if (knobs_only) {
+		print_knobs(cfg);
+		return 0;
+	}
+	printf("ringsock %s\n", RINGSOCK_VERSION_STRING);
+	if (uname(&u) == 0)
+		printf("%-26s%s %s %s\n", "kernel:", u.sysname, u.release, u.machine);
+	rs_probe_run(&p);
+	printf("%-26s%s\n", "kernel.io_uring_disabled:",
+	       p.disabled_sysctl < 0 ? "(not present)"
+	       : p.disabled_sysctl == 0 ? "0 (enabled)"
+	       : p.disabled_sysctl == 1 ? "1 (only io_uring_group members and CAP_SYS_ADMIN)"
+				       : "2 (disabled)");
+	if (!p.available) {
+		printf("%-26sunavailable: io_uring_setup failed: %s\n", "io_uring:",
+		       strerror(p.setup_errno));
+	} else {
+		printf("%-26savailable\n", "io_uring:");
+		printf("%-26s", "  setup flags:");
+		for (unsigned i = 0; i < sizeof(setup_flag_names) / sizeof(setup_flag_names[0]); i++)
+			if (p.setup_flags_ok & (1u << i))
+				printf(" %s", setup_flag_names[i]);
+		printf("\n%-26s", "  features:");
+		for (unsigned i = 0; i < sizeof(feat_names) / sizeof(feat_names[0]); i++)
+			if (p.features & (1u << i))
+				printf(" %s", feat_names[i]);
+		int known = 0;
+		for (int i = 0; i < 64; i++)
+			known += p.op_ok[i];
+		printf("\n%-26s%d supported (last opcode %d)\n", "  opcodes:", known, p.last_op);
+		static const int used[] = { 13, 26, 27, 9, 10, 6, 14, 15, 34, 19, 40, 47, 48, 59 };
+		printf("%-26s", "  opcodes ringsock uses:");
+		for (unsigned i = 0; i < sizeof(used) / sizeof(used[0]); i++)
+			printf(" %s%s", rs_probe_op_name(used[i]), p.op_ok[used[i]] ? "" : "(missing)");
+		printf("\n");
+		printf("%-26s%s\n", "  provided-buffer rings:", feat(p.buf_ring, dis, RS_FEAT_BUF_RING));
+		printf("%-26s%s\n", "  incremental buffers:", feat(p.buf_ring_inc, dis, RS_FEAT_BUF_INC));
+		printf("%-26s%s\n", "  multishot accept:", feat(p.mshot_accept, dis, RS_FEAT_MSHOT_ACCEPT));
+		printf("%-26s%s\n", "  multishot recv:", feat(p.mshot_recv, dis, RS_FEAT_MSHOT_RECV));
+		printf("%-26s%s\n", "  recv/send bundles:", feat(p.bundle, dis, RS_FEAT_BUNDLE));
+		printf("%-26s%s\n", "  send_zc:", feat(p.send_zc, dis, RS_FEAT_SEND_ZC));
+		printf("%-26s%s\n", "  SINGLE_ISSUER:",
+		       feat(!!(p.setup_flags_ok & (1u << 12)), dis, RS_FEAT_SINGLE_ISSUER));
+		printf("%-26s%s\n", "  DEFER_TASKRUN:",
+		       feat(!!(p.setup_flags_ok & (1u << 13)), dis, RS_FEAT_DEFER_TASKRUN));
+		printf("%-26s%s\n", "  COOP_TASKRUN:",
+		       feat(!!(p.setup_flags_ok & (1u << 8)), dis, RS_FEAT_COOP_TASKRUN));
+	}
+	print_limit("memlock limit:", RLIMIT_MEMLOCK, 1024, " KiB");
+	print_limit("open files limit:", RLIMIT_NOFILE, 1, "");
+	const char *blocker = rs_probe_blocker(&p, dis);
+	if (cfg->v[RS_K_DISABLE])
+		printf("%-26sRINGSOCK_DISABLE=1: pure pass-through\n", "sockets:");
+	else if (blocker)
+		printf("%-26spassed through to the kernel: %s\n", "sockets:", blocker);
+	else
+		printf("%-26sthis kernel can serve them; this release (%s) tracks TCP/UDP "
+		       "sockets but does not yet switch the io_uring engine on\n",
+		       "sockets:", RINGSOCK_VERSION_STRING);
+	printf("network links:\n");
+	rs_netinfo_print_links(stdout, "  ");
+	print_knobs(cfg);
+	return blocker ? 1 : 0;
+}
+
+/* Escape a string for roff: backslashes and leading dots/quotes. */
+static void roff(FILE *out, const char *s)
+{
+	if (*s == '.' || *s == '\'')
+		fputs("\\&", out);
+	for (; *s; s++) {
+		if (*s == '\\')
+			fputs("\\e", out);
+		else if (*s == '-')
+			fputs("\\-", out);
+		else
+			fputc(*s, out);
+	}
+}
+
+void rs_cli_knobs(FILE *out, int man)
+{
+	char acc[256];
+	if (man) {
+		fputs(".SH ENVIRONMENT\n"
+		      "Every variable is read once, at start-up.  A bad value (not a number, out of\n"
+		      "range, empty, trailing characters) prints one warning naming the variable,\n"
+		      "the value and what is accepted, and the default is kept; with\n"
+		      ".B RINGSOCK_STRICT=1\n"
+		      "the process refuses to start instead.  Unknown\n"
+		      ".B RINGSOCK_*\n"
+		      "names are reported as likely typos.  Under AT_SECURE (setuid and setgid\n"
+		      "programs) the environment is ignored.\n",
+		      out);
+		for (int i = 0; i < RS_K_COUNT; i++) {
+			rs_knob_describe(i, acc, sizeof(acc));
+			fprintf(out, ".TP\n.B %s\n", rs_knobs[i].name);
+			roff(out, rs_knobs[i].doc);
+			fputs("\nAccepts ", out);
+			roff(out, acc);
+			fputs("; default\n.BR ", out);
+			roff(out, rs_knobs[i].def);
+			fputs(" .\n", out);
+		}
+		return;
+	}
+	for (int i = 0; i < RS_K_COUNT; i++) {
+		rs_knob_describe(i, acc, sizeof(acc));
+		fprintf(out, "%s (default %s)\n    %s\n    accepts %s\n", rs_knobs[i].name,
+			rs_knobs[i].def, rs_knobs[i].doc, acc);
+	}
+}

@@ -1,0 +1,84 @@
+/* config.h - the RINGSOCK_* knob table and its parser.
+ *
+ * The parser works on an envp-style array, allocates nothing, and reports
+ * every problem through a callback, so the preload library (raw stderr),
+ * the launcher (refuse before exec) and the unit tests share it.
+ */
+#ifndef RS_CONFIG_H
+#define RS_CONFIG_H
+
+#include <stddef.h>
+
+enum rs_knob_type { RS_KT_BOOL, RS_KT_INT, RS_KT_SIZE, RS_KT_ENUM, RS_KT_FLAGS, RS_KT_STRING };
+
+enum rs_knob_id {
+#define RS_KNOB(id, name, type, def, min, max, unit, choices, doc) RS_K_##id,
+#include "knobs.def"
+#undef RS_KNOB
+	RS_K_COUNT
+};
+
+struct rs_knob_def {
+	const char *name;     /* full variable name, RINGSOCK_... */
+	enum rs_knob_type type;
+	const char *def;      /* default, as a string the parser accepts */
+	long long min, max;   /* inclusive range (INT, SIZE) */
+	const char *unit;     /* "" when none */
+	const char *choices;  /* comma-separated (ENUM, FLAGS) */
+	const char *doc;      /* one line */
+};
+
+extern const struct rs_knob_def rs_knobs[RS_K_COUNT];
+
+/* Log levels: the index of the name in RINGSOCK_LOG's choices. */
+enum rs_log_level { RS_LOG_ERROR, RS_LOG_WARN, RS_LOG_INFO, RS_LOG_DEBUG };
+
+/* Bits of RINGSOCK_FEATURES_DISABLE: bit i is choice i ("none" is bit 0). */
+enum rs_feature_bit {
+	RS_FEAT_IO_URING = 1u << 1,
+	RS_FEAT_MSHOT_ACCEPT = 1u << 2,
+	RS_FEAT_MSHOT_RECV = 1u << 3,
+	RS_FEAT_BUF_RING = 1u << 4,
+	RS_FEAT_SINGLE_ISSUER = 1u << 5,
+	RS_FEAT_DEFER_TASKRUN = 1u << 6,
+	RS_FEAT_COOP_TASKRUN = 1u << 7,
+	RS_FEAT_BUNDLE = 1u << 8,
+	RS_FEAT_BUF_INC = 1u << 9,
+	RS_FEAT_SEND_ZC = 1u << 10,
+};
+
+#define RS_STR_KNOB_MAX 512
+
+/* Parsed values.  v[] holds BOOL/INT/SIZE values, the choice index for ENUM
+ * and the bit set for FLAGS; s[] holds STRING values (empty otherwise). */
+struct rs_config {
+	long long v[RS_K_COUNT];
+	char s[RS_K_COUNT][RS_STR_KNOB_MAX];
+	unsigned char from_env[RS_K_COUNT]; /* 1 when set by the environment */
+};
+
+/* Receives one complete diagnostic line (no trailing newline). */
+typedef void (*rs_diag_fn)(void *ctx, const char *msg);
+
+/* Fill cfg with defaults, then apply the RINGSOCK_* entries of envp.
+ * Every bad value keeps its default and produces one diagnostic naming
+ * the variable, the value and what is accepted; every unknown RINGSOCK_*
+ * name produces one diagnostic (with the closest known name).  Returns the
+ * number of diagnostics. */
+int rs_config_parse(struct rs_config *cfg, char *const *envp, rs_diag_fn diag, void *ctx);
+
+/* Parse one value for knob id into *out (and str for STRING).  Returns 0,
+ * or -1 with a reason in why[whylen]. */
+int rs_knob_parse_value(int id, const char *val, long long *out, char *str, size_t strlen_,
+			char *why, size_t whylen);
+
+/* Index of knob called name (full name), or -1. */
+int rs_knob_find(const char *name, size_t namelen);
+
+/* Describe what knob id accepts ("an integer 16..32768 (entries)"). */
+void rs_knob_describe(int id, char *buf, size_t len);
+
+/* Print the value of knob id as the parser would accept it. */
+void rs_knob_format(const struct rs_config *cfg, int id, char *buf, size_t len);
+
+#endif

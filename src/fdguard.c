@@ -1,0 +1,112 @@
+/* fdguard.c - descriptors the engine owns (ring fds, the stats file).
+ *
+ * They are moved to high numbers, away from the ones a program expects to
+ * get from socket()/open(), and the preload layer hides them: close() on
+ * one answers EBADF as if it were not open, close_range() skips them, and
+ * dup2()/dup3() onto one first moves the engine's fd elsewhere.
+ */
+#include <fcntl.h>
+#include <sys/resource.h>
+
+#include "internal.h"
+#include "sys.h"
+
+static atomic_int engine_fds[RS_MAX_ENGINE_FDS]; /* fd + 1, 0 = free */
+static int *owners[RS_MAX_ENGINE_FDS];             /* where the engine keeps it */
+
+static int high_base(void)
+{
+	struct rlimit rl;
+	if (rs_syscall(SYS_prlimit64, 0, RLIMIT_NOFILE, NULL, &rl) < 0 || rl.rlim_cur == RLIM_INFINITY)
+		return 1000;
+	long cur = rl.rlim_cur > (1u << 20) ? (1 << 20) : (long)rl.rlim_cur;
+	if (cur >= 256)
+		return (int)(cur - RS_MAX_ENGINE_FDS);
+	return (int)(cur / 2);
+}
+
+/* dup fd to the lowest free number >= a high base, close-on-exec. */
+static int move_high(int fd)
+{
+	long nfd = rs_syscall(SYS_fcntl, fd, F_DUPFD_CLOEXEC, high_base());
+	if (nfd < 0)
+		nfd = rs_syscall(SYS_fcntl, fd, F_DUPFD_CLOEXEC, 3);
+	return (int)nfd;
+}
+
+int rs_fdguard_adopt(int fd, int *owner)
+{
+	int nfd = move_high(fd);
+	if (nfd < 0)
+		return nfd;
+	rs_sys_close(fd);
+	for (int i = 0; i < RS_MAX_ENGINE_FDS; i++) {
+		int expect = 0;
+		if (atomic_compare_exchange_strong(&engine_fds[i], &expect, nfd + 1)) {
+			owners[i] = owner;
+			__atomic_store_n(owner, nfd, __ATOMIC_RELEASE);
+			return nfd;
+		}
+	}
+	rs_warn("more than %d engine descriptors; fd %d is not protected", RS_MAX_ENGINE_FDS, nfd);
+	__atomic_store_n(owner, nfd, __ATOMIC_RELEASE);
+	return nfd;
+}
+
+int rs_fdguard_is_engine(int fd)
+{
+	if (fd < 0)
+		return 0;
+	for (int i = 0; i < RS_MAX_ENGINE_FDS; i++)
+		if (atomic_load_explicit(&engine_fds[i], memory_order_relaxed) == fd + 1)
+			return 1;
+	return 0;
+}
+
+void rs_fdguard_release(int fd)
+{
+	for (int i = 0; i < RS_MAX_ENGINE_FDS; i++) {
+		int expect = fd + 1;
+		if (atomic_compare_exchange_strong(&engine_fds[i], &expect, 0)) {
+			owners[i] = NULL;
+			break;
+		}
+	}
+	rs_sys_close(fd);
+}
+
+int rs_fdguard_evict(int fd)
+{
+	for (int i = 0; i < RS_MAX_ENGINE_FDS; i++) {
+		if (atomic_load(&engine_fds[i]) != fd + 1)
+			continue;
+		int nfd = move_high(fd);
+		if (nfd < 0)
+			return nfd;
+		/* The engine keeps using the slot's new number; the old one is
+		 * about to become the application's. */
+		atomic_store(&engine_fds[i], nfd + 1);
+		if (owners[i])
+			__atomic_store_n(owners[i], nfd, __ATOMIC_RELEASE);
+		rs_sys_close(fd);
+		return 0;
+	}
+	return 0;
+}
+
+int rs_fdguard_list(int *out, int max)
+{
+	int n = 0;
+	for (int i = 0; i < RS_MAX_ENGINE_FDS && n < max; i++) {
+		int v = atomic_load(&engine_fds[i]);
+		if (!v)
+			continue;
+		int j = n++;
+		while (j > 0 && out[j - 1] > v - 1) { /* insertion sort, few entries */
+			out[j] = out[j - 1];
+			j--;
+		}
+		out[j] = v - 1;
+	}
+	return n;
+}

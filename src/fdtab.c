@@ -1,0 +1,211 @@
+/* fdtab.c - process-wide table from fd number to socket record.
+ *
+ * Slots hold a record index + 1 (0: not a tracked socket).  Slots and
+ * records live in chunks that are mmap'ed on first use and never unmapped,
+ * so lookups are lock-free (two loads) and a stale pointer is never a
+ * dangling one.  Records are reference counted: one reference per fd slot
+ * (dup shares the record) plus one per user that took rs_fd_get().
+ */
+#include <string.h>
+#include <sys/mman.h>
+
+#include "internal.h"
+
+#define SLOT_SHIFT 12
+#define SLOTS_PER_CHUNK (1u << SLOT_SHIFT)
+#define SLOT_DIR (1u << 14) /* 2^26 fds */
+#define REC_SHIFT 10
+#define RECS_PER_CHUNK (1u << REC_SHIFT)
+#define REC_DIR (1u << 12) /* 2^22 records */
+
+static _Atomic(atomic_uint *) slot_dir[SLOT_DIR];
+static _Atomic(struct rs_sock *) rec_dir[REC_DIR];
+static atomic_uint rec_next;        /* records ever carved */
+static _Atomic uint64_t free_head;  /* tag << 32 | (index + 1) */
+static atomic_size_t live;
+
+static void *chunk_alloc(size_t bytes)
+{
+	void *m = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	return m == MAP_FAILED ? NULL : m;
+}
+
+/* Install a zeroed chunk at *where unless another thread got there first. */
+static void *chunk_get(_Atomic(void *) *where, size_t bytes)
+{
+	void *c = atomic_load_explicit(where, memory_order_acquire);
+	if (rs_likely(c != NULL))
+		return c;
+	void *m = chunk_alloc(bytes);
+	if (!m)
+		return NULL;
+	void *expect = NULL;
+	if (!atomic_compare_exchange_strong(where, &expect, m)) {
+		munmap(m, bytes);
+		return expect;
+	}
+	return m;
+}
+
+static inline atomic_uint *slot_of(int fd, int create)
+{
+	if (rs_unlikely(fd < 0 || (unsigned)fd >= SLOT_DIR * SLOTS_PER_CHUNK))
+		return NULL;
+	atomic_uint *chunk = atomic_load_explicit(&slot_dir[(unsigned)fd >> SLOT_SHIFT],
+						  memory_order_acquire);
+	if (!chunk) {
+		if (!create)
+			return NULL;
+		chunk = chunk_get((_Atomic(void *) *)&slot_dir[(unsigned)fd >> SLOT_SHIFT],
+				  SLOTS_PER_CHUNK * sizeof(atomic_uint));
+		if (!chunk)
+			return NULL;
+	}
+	return &chunk[(unsigned)fd & (SLOTS_PER_CHUNK - 1)];
+}
+
+static inline struct rs_sock *rec_at(uint32_t index)
+{
+	struct rs_sock *c = atomic_load_explicit(&rec_dir[index >> REC_SHIFT], memory_order_acquire);
+	return &c[index & (RECS_PER_CHUNK - 1)];
+}
+
+static struct rs_sock *rec_alloc(void)
+{
+	uint64_t head = atomic_load(&free_head);
+	while ((uint32_t)head) {
+		struct rs_sock *s = rec_at((uint32_t)head - 1);
+		uint64_t next = ((head >> 32) + 1) << 32 | s->next_free;
+		if (atomic_compare_exchange_weak(&free_head, &head, next))
+			return s;
+	}
+	uint32_t idx = atomic_fetch_add(&rec_next, 1);
+	if (idx >= REC_DIR * RECS_PER_CHUNK) {
+		atomic_fetch_sub(&rec_next, 1);
+		return NULL;
+	}
+	struct rs_sock *chunk = chunk_get((_Atomic(void *) *)&rec_dir[idx >> REC_SHIFT],
+					  RECS_PER_CHUNK * sizeof(struct rs_sock));
+	if (!chunk)
+		return NULL; /* the index is lost; only under memory exhaustion */
+	struct rs_sock *s = &chunk[idx & (RECS_PER_CHUNK - 1)];
+	s->index = idx;
+	return s;
+}
+
+static void rec_free(struct rs_sock *s)
+{
+	uint64_t head = atomic_load(&free_head);
+	do {
+		s->next_free = (uint32_t)head;
+	} while (!atomic_compare_exchange_weak(&free_head, &head,
+					       ((head >> 32) + 1) << 32 | (s->index + 1)));
+	atomic_fetch_sub(&live, 1);
+}
+
+struct rs_sock *rs_fd_peek(int fd)
+{
+	atomic_uint *slot = slot_of(fd, 0);
+	if (!slot)
+		return NULL;
+	uint32_t v = atomic_load_explicit(slot, memory_order_acquire);
+	return v ? rec_at(v - 1) : NULL;
+}
+
+struct rs_sock *rs_fd_get(int fd)
+{
+	atomic_uint *slot = slot_of(fd, 0);
+	if (!slot)
+		return NULL;
+	for (;;) {
+		uint32_t v = atomic_load_explicit(slot, memory_order_acquire);
+		if (!v)
+			return NULL;
+		struct rs_sock *s = rec_at(v - 1);
+		int r = atomic_load(&s->refs);
+		while (r > 0 && !atomic_compare_exchange_weak(&s->refs, &r, r + 1))
+			;
+		if (r <= 0)
+			continue; /* being freed: the slot has changed or will */
+		if (atomic_load_explicit(slot, memory_order_acquire) == v)
+			return s;
+		rs_sock_put(s);
+	}
+}
+
+void rs_sock_put(struct rs_sock *s)
+{
+	if (atomic_fetch_sub_explicit(&s->refs, 1, memory_order_acq_rel) == 1)
+		rec_free(s);
+}
+
+static void slot_replace(atomic_uint *slot, uint32_t v)
+{
+	uint32_t old = atomic_exchange_explicit(slot, v, memory_order_acq_rel);
+	if (old)
+		rs_sock_put(rec_at(old - 1));
+}
+
+int rs_fd_track(int fd, int domain, int type, int protocol)
+{
+	atomic_uint *slot = slot_of(fd, 1);
+	struct rs_sock *s = slot ? rec_alloc() : NULL;
+	if (!s) {
+		if (slot)
+			slot_replace(slot, 0);
+		return -1;
+	}
+	s->domain = domain;
+	s->type = type;
+	s->protocol = protocol;
+	s->pt_reason = rs_rt.pt_reason;
+	atomic_fetch_add(&s->gen, 1);
+	atomic_store(&s->refs, 1);
+	atomic_fetch_add(&live, 1);
+	slot_replace(slot, s->index + 1);
+	return 0;
+}
+
+void rs_fd_forget(int fd)
+{
+	atomic_uint *slot = slot_of(fd, 0);
+	if (slot && atomic_load_explicit(slot, memory_order_relaxed))
+		slot_replace(slot, 0);
+}
+
+void rs_fd_dup(int oldfd, int newfd)
+{
+	struct rs_sock *s = rs_fd_get(oldfd);
+	atomic_uint *slot = slot_of(newfd, s != NULL);
+	if (!slot) {
+		if (s)
+			rs_sock_put(s);
+		return;
+	}
+	/* The reference taken by rs_fd_get becomes the new slot's. */
+	slot_replace(slot, s ? s->index + 1 : 0);
+}
+
+void rs_fd_forget_range(unsigned first, unsigned last)
+{
+	if (last >= SLOT_DIR * SLOTS_PER_CHUNK)
+		last = SLOT_DIR * SLOTS_PER_CHUNK - 1;
+	for (unsigned fd = first; fd <= last;) {
+		if (!atomic_load(&slot_dir[fd >> SLOT_SHIFT])) {
+			unsigned next = ((fd >> SLOT_SHIFT) + 1) << SLOT_SHIFT;
+			if (next <= fd)
+				break;
+			fd = next;
+			continue;
+		}
+		rs_fd_forget((int)fd);
+		if (fd == last)
+			break;
+		fd++;
+	}
+}
+
+size_t rs_fdtab_live(void)
+{
+	return atomic_load(&live);
+}

@@ -1,0 +1,164 @@
+/* internal.h - the engine's private interface, one heading per file.
+ *
+ * Conventions: engine functions return -errno (never write errno) and do
+ * their own I/O with raw system calls (sys.h).  Only preload/ writes errno
+ * and calls the next libc symbols.
+ */
+#ifndef RS_INTERNAL_H
+#define RS_INTERNAL_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "config.h"
+#include "ringsock.h"
+
+#define RS_HIDDEN __attribute__((visibility("hidden")))
+#define RS_VERSION_STRING RINGSOCK_VERSION_STRING
+#define rs_likely(x) __builtin_expect(!!(x), 1)
+#define rs_unlikely(x) __builtin_expect(!!(x), 0)
+#define RS_TLS __thread __attribute__((tls_model("initial-exec")))
+
+/* ---- log.c: messages on stderr that cannot recurse or allocate -------- */
+extern int rs_log_level; /* enum rs_log_level; raised by RINGSOCK_LOG */
+void rs_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+#define rs_err(...) rs_log(RS_LOG_ERROR, __VA_ARGS__)
+#define rs_warn(...) rs_log(RS_LOG_WARN, __VA_ARGS__)
+#define rs_info(...) rs_log(RS_LOG_INFO, __VA_ARGS__)
+#define rs_debug(...) do { if (rs_unlikely(rs_log_level >= RS_LOG_DEBUG)) rs_log(RS_LOG_DEBUG, __VA_ARGS__); } while (0)
+
+/* ---- stats.c: per-thread counters summed on demand --------------------- */
+/* Counter indexes follow the uint64_t fields of struct ringsock_stats. */
+enum {
+	RS_C_CALLS_SOCKET = 0,
+	RS_C_CALLS_OTHER = RS_C_CALLS_SOCKET + RINGSOCK_FAM_COUNT,
+	RS_C_SOCKETS_CREATED = RS_C_CALLS_OTHER + RINGSOCK_FAM_COUNT,
+	RS_C_SOCKETS_TRACKED = RS_C_SOCKETS_CREATED + RINGSOCK_DOM_COUNT,
+	RS_C_SOCKETS_ACCELERATED,
+	RS_C_PASSTHROUGH,
+	RS_C_BYTES_SENT = RS_C_PASSTHROUGH + RINGSOCK_PT_COUNT,
+	RS_C_BYTES_RECEIVED,
+	RS_C_COUNT
+};
+struct rs_tstats;
+extern RS_TLS struct rs_tstats *rs_tstats_self;
+void rs_stat_add_slow(int idx, uint64_t n);
+/* Add n to counter idx of the calling thread (no atomic RMW, no lock once
+ * the thread is registered). */
+static inline void rs_stat_add(int idx, uint64_t n);
+void rs_stats_snapshot(uint64_t out[RS_C_COUNT]);
+int rs_stats_format(char *buf, size_t len);
+void rs_stats_atfork_child(void);
+void rs_stats_report_at_exit(void); /* once per process, if RINGSOCK_STATS asks */
+
+/* ---- fdtab.c: process-wide fd -> socket record ------------------------- */
+/* One record per open TCP/UDP socket description; dup'ed fds share it.
+ * Records live in type-stable memory that is never unmapped, so a racing
+ * reader of a stale pointer reads a recycled record, never freed memory. */
+struct rs_sock {
+	atomic_int refs;        /* fd slots referring to it + users holding it */
+	uint32_t index;         /* position in the record arena (constant) */
+	atomic_uint gen;        /* bumped on every reuse of this record */
+	int domain, type, protocol; /* as created (type without SOCK_* flags) */
+	int pt_reason;          /* enum ringsock_passthrough; set once at creation */
+	uint32_t next_free;     /* arena free list link (index + 1), 0 = end */
+};
+/* Record for fd without taking a reference (NULL when not a tracked
+ * socket).  Lock-free: two loads. */
+struct rs_sock *rs_fd_peek(int fd);
+/* Record for fd with a reference the caller drops with rs_sock_put. */
+struct rs_sock *rs_fd_get(int fd);
+void rs_sock_put(struct rs_sock *s);
+/* Create a record for a new socket fd and install it (replacing any stale
+ * record left by an fd closed behind our back). */
+int rs_fd_track(int fd, int domain, int type, int protocol);
+/* fd is gone (close): drop its slot's reference. */
+void rs_fd_forget(int fd);
+/* newfd now refers to oldfd's open description (dup family). */
+void rs_fd_dup(int oldfd, int newfd);
+void rs_fd_forget_range(unsigned first, unsigned last);
+size_t rs_fdtab_live(void);
+
+/* ---- fdguard.c: descriptors the engine owns ---------------------------- */
+/* Move fd to a high number and mark it as the engine's; stores the new fd
+ * in *owner (and again whenever it has to move) and returns it, or -errno.
+ * The application cannot close or dup2 over it. */
+int rs_fdguard_adopt(int fd, int *owner);
+#define RS_MAX_ENGINE_FDS 64
+int rs_fdguard_is_engine(int fd);
+/* The engine's fds in ascending order; returns how many. */
+int rs_fdguard_list(int *out, int max);
+void rs_fdguard_release(int fd); /* the engine closes its own fd */
+/* The application wants to use fd as a dup2/dup3 target: move an engine fd
+ * out of the way first.  Returns 0 or -errno. */
+int rs_fdguard_evict(int fd);
+
+/* ---- runtime.c: process state, init, policy ---------------------------- */
+enum rs_state { RS_ST_UNINIT, RS_ST_INITING, RS_ST_READY };
+struct rs_runtime {
+	atomic_int state;   /* enum rs_state */
+	int passthrough;    /* 1: RINGSOCK_DISABLE or AT_SECURE, touch nothing */
+	int secure;         /* AT_SECURE: environment ignored */
+	int pt_reason;      /* why eligible sockets are passed through */
+	int pid;            /* this process (updated in a fork child); a vfork
+			     * child sees another pid and stays hands-off */
+	struct rs_config cfg;
+};
+extern struct rs_runtime rs_rt;
+/* Called once by the preload layer after the next symbols are resolved.
+ * envp is the process environment.  Returns 0, or exits the process when
+ * RINGSOCK_STRICT=1 and a knob is bad. */
+void rs_runtime_init(char *const *envp, int secure);
+static inline int rs_ready(void)
+{
+	return atomic_load_explicit(&rs_rt.state, memory_order_acquire) == RS_ST_READY;
+}
+/* Is (domain, type) a socket the engine would serve? */
+int rs_sock_eligible(int domain, int type, int protocol);
+void rs_count_domain(int domain, uint64_t n);
+void rs_runtime_atfork_child(void);
+void rs_runtime_before_exec(void);
+void rs_runtime_before_exit(void);
+void rs_stats_setup(void);       /* stats.c: open the report target */
+void rs_stats_setup_child(void); /* stats.c: after fork */
+
+/* ---- probe.c: what io_uring can do here --------------------------------- */
+struct rs_probe {
+	int available;       /* io_uring_setup works */
+	int setup_errno;     /* errno of io_uring_setup when not */
+	int disabled_sysctl; /* kernel.io_uring_disabled, -1 if absent */
+	unsigned features;   /* io_uring_params.features */
+	unsigned setup_flags_ok; /* IORING_SETUP_* accepted */
+	int last_op;         /* highest opcode the kernel knows, -1 unknown */
+	unsigned char op_ok[64]; /* per opcode: supported */
+	int buf_ring;        /* IORING_REGISTER_PBUF_RING works */
+	int buf_ring_inc;    /* IOU_PBUF_RING_INC accepted */
+	int mshot_accept;    /* multishot accept completes with F_MORE */
+	int mshot_recv;      /* multishot recv completes with F_MORE */
+	int bundle;          /* IORING_FEAT_RECVSEND_BUNDLE */
+	int send_zc;         /* IORING_OP_SEND_ZC */
+};
+void rs_probe_run(struct rs_probe *p);
+/* The names of the opcodes this probe reports, NULL past the table. */
+const char *rs_probe_op_name(int op);
+/* Missing feature that prevents acceleration, or NULL if none.  disabled
+ * is the RINGSOCK_FEATURES_DISABLE bit set (features treated as missing). */
+const char *rs_probe_blocker(const struct rs_probe *p, unsigned disabled);
+
+/* ---- inline bodies ------------------------------------------------------ */
+struct rs_tstats {
+	uint64_t c[RS_C_COUNT]; /* written by the owning thread only (relaxed) */
+	struct rs_tstats *next; /* registry link, under the registry lock */
+	int live;               /* owning thread still running */
+};
+static inline void rs_stat_add(int idx, uint64_t n)
+{
+	struct rs_tstats *t = rs_tstats_self;
+	if (rs_likely(t != NULL))
+		__atomic_store_n(&t->c[idx], t->c[idx] + n, __ATOMIC_RELAXED);
+	else
+		rs_stat_add_slow(idx, n);
+}
+
+#endif

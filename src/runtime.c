@@ -1,0 +1,115 @@
+/* runtime.c - process-wide state: configuration, policy, lifecycle hooks.
+ *
+ * The preload layer calls rs_runtime_init() once the next libc symbols are
+ * resolved, and the hooks below around fork, exec and exit.
+ */
+#include <netinet/in.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "internal.h"
+#include "sys.h"
+
+struct rs_runtime rs_rt;
+
+__attribute__((visibility("default"))) const char *ringsock_version(void)
+{
+	return RS_VERSION_STRING;
+}
+
+static void diag_to_log(void *ctx, const char *msg)
+{
+	(void)ctx;
+	rs_warn("%s", msg);
+}
+
+void rs_runtime_init(char *const *envp, int secure)
+{
+	int expect = RS_ST_UNINIT;
+	if (!atomic_compare_exchange_strong(&rs_rt.state, &expect, RS_ST_INITING))
+		return;
+	rs_rt.pid = rs_sys_getpid();
+
+	if (secure) {
+		/* setuid/setgid: the environment is not ours to trust. */
+		rs_config_parse(&rs_rt.cfg, NULL, NULL, NULL);
+		rs_rt.secure = 1;
+		rs_rt.passthrough = 1;
+		rs_rt.pt_reason = RINGSOCK_PT_DISABLED;
+		rs_log_level = RS_LOG_ERROR;
+		atomic_store_explicit(&rs_rt.state, RS_ST_READY, memory_order_release);
+		return;
+	}
+
+	/* A quiet pass for RINGSOCK_LOG, then the one that reports. */
+	rs_config_parse(&rs_rt.cfg, envp, NULL, NULL);
+	rs_log_level = (int)rs_rt.cfg.v[RS_K_LOG];
+	int problems = rs_config_parse(&rs_rt.cfg, envp, diag_to_log, NULL);
+	if (problems && rs_rt.cfg.v[RS_K_STRICT]) {
+		rs_err("refusing to start: RINGSOCK_STRICT=1 and %d RINGSOCK_* problem%s above",
+		       problems, problems == 1 ? "" : "s");
+		rs_syscall(SYS_exit_group, 2);
+	}
+
+	rs_rt.passthrough = (int)rs_rt.cfg.v[RS_K_DISABLE];
+	if (rs_rt.passthrough)
+		rs_rt.pt_reason = RINGSOCK_PT_DISABLED;
+	else if (rs_rt.cfg.v[RS_K_FEATURES_DISABLE] & RS_FEAT_IO_URING)
+		rs_rt.pt_reason = RINGSOCK_PT_NO_IO_URING;
+	else
+		rs_rt.pt_reason = RINGSOCK_PT_ENGINE_OFF;
+	rs_stats_setup();
+	rs_info("ringsock %s loaded: %s", RS_VERSION_STRING,
+		rs_rt.passthrough ? "RINGSOCK_DISABLE=1, pure pass-through"
+				  : "TCP/UDP sockets tracked; the io_uring engine is not switched on "
+				    "in this release, so every call reaches the kernel");
+	atomic_store_explicit(&rs_rt.state, RS_ST_READY, memory_order_release);
+}
+
+int rs_sock_eligible(int domain, int type, int protocol)
+{
+	if (domain != AF_INET && domain != AF_INET6)
+		return 0;
+	switch (type) {
+	case SOCK_STREAM:
+		return protocol == 0 || protocol == IPPROTO_TCP;
+	case SOCK_DGRAM:
+		return protocol == 0 || protocol == IPPROTO_UDP;
+	default:
+		return 0;
+	}
+}
+
+void rs_count_domain(int domain, uint64_t n)
+{
+	int d = domain == AF_INET ? RINGSOCK_DOM_INET
+		: domain == AF_INET6 ? RINGSOCK_DOM_INET6
+		: domain == AF_UNIX ? RINGSOCK_DOM_UNIX
+		: RINGSOCK_DOM_OTHER;
+	rs_stat_add(RS_C_SOCKETS_CREATED + d, n);
+}
+
+void rs_runtime_atfork_child(void)
+{
+	if (!rs_ready())
+		return;
+	rs_rt.pid = rs_sys_getpid();
+	rs_stats_atfork_child();
+	rs_stats_setup_child();
+}
+
+void rs_runtime_before_exec(void)
+{
+	/* Nothing is queued while the engine is off.  The engine's hook goes
+	 * here: flush queued sends before the image is replaced. */
+}
+
+void rs_runtime_before_exit(void)
+{
+	if (!rs_ready() || rs_rt.secure)
+		return;
+	/* A vfork child shares our memory: it must not report or flush. */
+	if (rs_sys_getpid() != rs_rt.pid)
+		return;
+	rs_stats_report_at_exit();
+}

@@ -1,0 +1,269 @@
+/* stats.c - per-thread counters, summed on demand, reported at exit.
+ *
+ * Each thread counts into its own block (no atomic read-modify-write, no
+ * shared cache line); blocks sit on a registry list so a snapshot can sum
+ * them.  A block of an exited thread is folded into `retired` and reused.
+ */
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/mman.h>
+
+#include "internal.h"
+#include "sys.h"
+
+RS_TLS struct rs_tstats *rs_tstats_self;
+static RS_TLS int tstats_dead; /* this thread's block was retired */
+
+static atomic_flag reg_lock = ATOMIC_FLAG_INIT;
+static struct rs_tstats *reg_head;  /* every block, live or free */
+static uint64_t retired[RS_C_COUNT]; /* counts of exited threads, under reg_lock */
+static pthread_key_t tstats_key;
+static atomic_int key_state; /* 0 none, 1 creating, 2 ready */
+static atomic_int reported;
+
+static void reg_lock_take(void)
+{
+	while (atomic_flag_test_and_set_explicit(&reg_lock, memory_order_acquire))
+		;
+}
+
+static void reg_lock_drop(void)
+{
+	atomic_flag_clear_explicit(&reg_lock, memory_order_release);
+}
+
+static void tstats_thread_exit(void *arg)
+{
+	struct rs_tstats *t = arg;
+	reg_lock_take();
+	for (int i = 0; i < RS_C_COUNT; i++) {
+		retired[i] += t->c[i];
+		__atomic_store_n(&t->c[i], 0, __ATOMIC_RELAXED);
+	}
+	t->live = 0;
+	reg_lock_drop();
+	rs_tstats_self = NULL;
+	tstats_dead = 1;
+}
+
+void rs_stat_add_slow(int idx, uint64_t n)
+{
+	struct rs_tstats *t = NULL;
+
+	if (tstats_dead || atomic_load(&key_state) == 1)
+		goto global;
+	int expect = 0;
+	if (atomic_compare_exchange_strong(&key_state, &expect, 1)) {
+		if (pthread_key_create(&tstats_key, tstats_thread_exit) != 0) {
+			atomic_store(&key_state, 0);
+			goto global;
+		}
+		atomic_store(&key_state, 2);
+	} else if (atomic_load(&key_state) != 2) {
+		goto global;
+	}
+	reg_lock_take();
+	for (struct rs_tstats *b = reg_head; b; b = b->next)
+		if (!b->live) {
+			t = b;
+			break;
+		}
+	if (!t) {
+		void *m = mmap(NULL, sizeof(*t), PROT_READ | PROT_WRITE,
+			       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (m != MAP_FAILED) {
+			t = m;
+			t->next = reg_head;
+			reg_head = t;
+		}
+	}
+	if (t)
+		t->live = 1;
+	reg_lock_drop();
+	if (!t)
+		goto global;
+	rs_tstats_self = t;
+	pthread_setspecific(tstats_key, t);
+	rs_stat_add(idx, n);
+	return;
+global:
+	reg_lock_take();
+	retired[idx] += n;
+	reg_lock_drop();
+}
+
+void rs_stats_snapshot(uint64_t out[RS_C_COUNT])
+{
+	reg_lock_take();
+	memcpy(out, retired, sizeof(retired));
+	for (struct rs_tstats *b = reg_head; b; b = b->next)
+		for (int i = 0; i < RS_C_COUNT; i++)
+			out[i] += __atomic_load_n(&b->c[i], __ATOMIC_RELAXED);
+	reg_lock_drop();
+}
+
+void rs_stats_atfork_child(void)
+{
+	/* The child starts from zero; other threads' blocks are free again. */
+	atomic_flag_clear(&reg_lock);
+	memset(retired, 0, sizeof(retired));
+	for (struct rs_tstats *b = reg_head; b; b = b->next) {
+		memset(b->c, 0, sizeof(b->c));
+		b->live = (b == rs_tstats_self);
+	}
+	atomic_store(&reported, 0);
+}
+
+static const char *const fam_names[RINGSOCK_FAM_COUNT] = {
+	"socket", "conn", "sendrecv", "rw", "poll", "epoll", "close", "ctl", "process",
+};
+static const char *const dom_names[RINGSOCK_DOM_COUNT] = { "inet", "inet6", "unix", "other" };
+static const char *const pt_names[RINGSOCK_PT_COUNT] = {
+	"engine_off", "disabled", "no_io_uring", "table_full",
+};
+
+int rs_stats_format(char *buf, size_t len)
+{
+	uint64_t c[RS_C_COUNT];
+	size_t off = 0;
+	int pid = rs_sys_getpid();
+
+	rs_stats_snapshot(c);
+#define OUT(...) do { \
+		int n_ = snprintf(buf ? buf + (off < len ? off : len) : NULL, \
+				  off < len ? len - off : 0, __VA_ARGS__); \
+		if (n_ > 0) off += (size_t)n_; \
+	} while (0)
+	OUT("ringsock[%d]: stats version=%s\n", pid, ringsock_version());
+	OUT("ringsock[%d]: sockets", pid);
+	for (int i = 0; i < RINGSOCK_DOM_COUNT; i++)
+		OUT(" %s=%llu", dom_names[i], (unsigned long long)c[RS_C_SOCKETS_CREATED + i]);
+	OUT(" tracked=%llu accelerated=%llu\n", (unsigned long long)c[RS_C_SOCKETS_TRACKED],
+	    (unsigned long long)c[RS_C_SOCKETS_ACCELERATED]);
+	OUT("ringsock[%d]: passthrough", pid);
+	for (int i = 0; i < RINGSOCK_PT_COUNT; i++)
+		OUT(" %s=%llu", pt_names[i], (unsigned long long)c[RS_C_PASSTHROUGH + i]);
+	OUT("\nringsock[%d]: bytes sent=%llu received=%llu\n", pid,
+	    (unsigned long long)c[RS_C_BYTES_SENT], (unsigned long long)c[RS_C_BYTES_RECEIVED]);
+	OUT("ringsock[%d]: calls.socket", pid);
+	for (int i = 0; i < RINGSOCK_FAM_COUNT; i++)
+		OUT(" %s=%llu", fam_names[i], (unsigned long long)c[RS_C_CALLS_SOCKET + i]);
+	OUT("\nringsock[%d]: calls.other", pid);
+	for (int i = 0; i < RINGSOCK_FAM_COUNT; i++)
+		OUT(" %s=%llu", fam_names[i], (unsigned long long)c[RS_C_CALLS_OTHER + i]);
+	OUT("\n");
+#undef OUT
+	return (int)off;
+}
+
+/* Where the report goes: fd 2, or a file opened at start-up (so a process
+ * that chroots or drops privileges can still write it) and kept as an
+ * engine descriptor the application cannot close. */
+static int report_fd = -1;
+static int report_to_stderr;
+
+static void expand_path(const char *tmpl, char *out, size_t len)
+{
+	size_t o = 0;
+	for (const char *p = tmpl; *p && o + 1 < len; p++) {
+		if (p[0] == '%' && p[1] == 'p') {
+			int n = snprintf(out + o, len - o, "%d", rs_sys_getpid());
+			if (n > 0)
+				o += (size_t)n;
+			p++;
+		} else {
+			out[o++] = *p;
+		}
+	}
+	out[o < len ? o : len - 1] = 0;
+}
+
+static int open_report_file(void)
+{
+	char path[RS_STR_KNOB_MAX + 32];
+	expand_path(rs_rt.cfg.s[RS_K_STATS], path, sizeof(path));
+	long fd = rs_syscall(SYS_openat, AT_FDCWD, path,
+			     O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+	if (fd < 0) {
+		rs_warn("RINGSOCK_STATS: cannot open %s (%s); reporting to stderr", path,
+			strerror((int)-fd));
+		return -1;
+	}
+	if (rs_fdguard_adopt((int)fd, &report_fd) < 0) {
+		rs_sys_close((int)fd);
+		return -1;
+	}
+	return 0;
+}
+
+RS_HIDDEN void rs_stats_setup(void)
+{
+	const char *v = rs_rt.cfg.s[RS_K_STATS];
+	report_to_stderr = 0;
+	if (!strcmp(v, "0") || !strcasecmp(v, "off") || !strcasecmp(v, "no"))
+		return;
+	if (!strcmp(v, "1") || !strcasecmp(v, "stderr") || !strcasecmp(v, "on") ||
+	    !strcasecmp(v, "yes")) {
+		report_to_stderr = 1;
+		return;
+	}
+	if (open_report_file() < 0)
+		report_to_stderr = 1;
+}
+
+RS_HIDDEN void rs_stats_setup_child(void)
+{
+	/* A per-process file name (%p) gets its own file in the child. */
+	if (report_fd >= 0 && strstr(rs_rt.cfg.s[RS_K_STATS], "%p")) {
+		rs_fdguard_release(report_fd);
+		report_fd = -1;
+		if (open_report_file() < 0)
+			report_to_stderr = 1;
+	}
+}
+
+void rs_stats_report_at_exit(void)
+{
+	char buf[2048];
+	int fd = __atomic_load_n(&report_fd, __ATOMIC_ACQUIRE);
+	fd = fd >= 0 ? fd : (report_to_stderr ? 2 : -1);
+	if (fd < 0 || atomic_exchange(&reported, 1))
+		return;
+	int n = rs_stats_format(buf, sizeof(buf));
+	if (n > (int)sizeof(buf) - 1)
+		n = (int)sizeof(buf) - 1;
+	for (int off = 0; off < n;) {
+		long w = rs_sys_write(fd, buf + off, (size_t)(n - off));
+		if (w == -4)
+			continue;
+		if (w <= 0)
+			break;
+		off += (int)w;
+	}
+}
+
+/* Public API. */
+__attribute__((visibility("default"))) int ringsock_stats_snapshot(struct ringsock_stats *out)
+{
+	uint64_t c[RS_C_COUNT];
+	const size_t hdr = offsetof(struct ringsock_stats, calls_socket);
+	_Static_assert(sizeof(struct ringsock_stats) == hdr + RS_C_COUNT * sizeof(uint64_t),
+		       "ringsock_stats fields must follow the counter indexes");
+	if (!out || out->size < hdr)
+		return -1;
+	rs_stats_snapshot(c);
+	size_t n = out->size - hdr;
+	if (n > sizeof(c))
+		n = sizeof(c);
+	out->version = 1;
+	memcpy((char *)out + hdr, c, n & ~(sizeof(uint64_t) - 1));
+	return 0;
+}
+
+__attribute__((visibility("default"))) int ringsock_stats_format(char *buf, size_t len)
+{
+	return rs_stats_format(buf, len);
+}

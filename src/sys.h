@@ -1,0 +1,75 @@
+/* sys.h - raw system calls for the engine.
+ *
+ * The engine never goes through the interposed symbols and never writes
+ * errno: these return the kernel's result, -errno on failure.
+ */
+#ifndef RS_SYS_H
+#define RS_SYS_H
+
+#include <stddef.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#if defined(__x86_64__)
+static inline long rs_syscall6(long n, long a, long b, long c, long d, long e, long f)
+{
+	long ret;
+	register long r10 __asm__("r10") = d;
+	register long r8 __asm__("r8") = e;
+	register long r9 __asm__("r9") = f;
+	__asm__ volatile("syscall"
+			 : "=a"(ret)
+			 : "a"(n), "D"(a), "S"(b), "d"(c), "r"(r10), "r"(r8), "r"(r9)
+			 : "rcx", "r11", "memory");
+	return ret;
+}
+#elif defined(__aarch64__)
+static inline long rs_syscall6(long n, long a, long b, long c, long d, long e, long f)
+{
+	register long x8 __asm__("x8") = n;
+	register long x0 __asm__("x0") = a;
+	register long x1 __asm__("x1") = b;
+	register long x2 __asm__("x2") = c;
+	register long x3 __asm__("x3") = d;
+	register long x4 __asm__("x4") = e;
+	register long x5 __asm__("x5") = f;
+	__asm__ volatile("svc 0"
+			 : "+r"(x0)
+			 : "r"(x8), "r"(x1), "r"(x2), "r"(x3), "r"(x4), "r"(x5)
+			 : "memory");
+	return x0;
+}
+#else
+#include <errno.h>
+static inline long rs_syscall6(long n, long a, long b, long c, long d, long e, long f)
+{
+	int saved = errno;
+	long r = syscall(n, a, b, c, d, e, f);
+	if (r == -1) {
+		r = -errno;
+		errno = saved;
+	}
+	return r;
+}
+#endif
+
+#define rs_syscall(n, ...) rs_syscall_n(n, __VA_ARGS__, 0, 0, 0, 0, 0, 0)
+#define rs_syscall_n(n, a, b, c, d, e, f, ...) \
+	rs_syscall6((n), (long)(a), (long)(b), (long)(c), (long)(d), (long)(e), (long)(f))
+
+static inline long rs_sys_write(int fd, const void *buf, size_t n)
+{
+	return rs_syscall(SYS_write, fd, buf, n);
+}
+
+static inline long rs_sys_close(int fd)
+{
+	return rs_syscall(SYS_close, fd);
+}
+
+static inline int rs_sys_getpid(void)
+{
+	return (int)rs_syscall(SYS_getpid, 0);
+}
+
+#endif
