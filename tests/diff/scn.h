@@ -1,0 +1,237 @@
+/* scn.h - helpers for differential scenarios.
+ *
+ * A scenario is a small program that exercises socket semantics and prints
+ * a transcript: what each call returned, errno names, the bytes moved.  The
+ * harness (run_diff.sh) runs it plain and under libringsock.so and requires
+ * identical transcripts and exit status.  So: print only what the kernel
+ * decides (never ports, pids, times or addresses), and make every
+ * cross-process or cross-thread order explicit with a pipe.
+ *
+ * Add a scenario: drop tests/diff/scenarios/NAME.c with a main(); CMake
+ * picks it up as the test diff.NAME.
+ */
+#ifndef SCN_H
+#define SCN_H
+
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <sys/types.h>
+#include <sys/uio.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static inline const char *scn_errname(int e)
+{
+	switch (e) {
+#define E(x) case x: return #x;
+	E(EAGAIN) E(EINTR) E(EPIPE) E(ECONNRESET) E(ECONNREFUSED) E(EINPROGRESS) E(EBADF)
+	E(EINVAL) E(ENOTCONN) E(EISCONN) E(ENOTSOCK) E(EALREADY) E(EADDRINUSE) E(EMSGSIZE)
+	E(ETIMEDOUT) E(EFAULT) E(ENOENT) E(EACCES) E(EPERM) E(EDESTADDRREQ) E(EOPNOTSUPP)
+	E(ENOSYS) E(ECHILD) E(ESPIPE) E(ENOTTY) E(EEXIST) E(ELOOP) E(ENOPROTOOPT) E(EAFNOSUPPORT)
+	E(EPROTONOSUPPORT) E(ENOMEM) E(ENOBUFS) E(EADDRNOTAVAIL) E(ENETUNREACH) E(EHOSTUNREACH)
+	E(ESOCKTNOSUPPORT) E(EPROTOTYPE) E(EMFILE) E(ENFILE) E(ESRCH) E(EIO) E(ENOEXEC)
+#undef E
+	default: {
+		static char buf[32];
+		snprintf(buf, sizeof(buf), "E%d", e);
+		return buf;
+	}
+	}
+}
+
+/* printf + flush, so output order survives fork and exec. */
+static inline void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static inline void say(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	putchar('\n');
+	fflush(stdout);
+}
+
+/* Print "label = result" or "label = -1 ERRNO"; evaluates to the result. */
+#define R(label, expr) scn_report((label), ({ errno = 0; long r_ = (long)(expr); int e_ = errno; scn_save(e_); r_; }))
+static int scn_last_errno;
+static inline void scn_save(int e) { scn_last_errno = e; }
+static inline long scn_report(const char *label, long r)
+{
+	if (r < 0)
+		say("%s = %ld %s", label, r, scn_errname(scn_last_errno));
+	else
+		say("%s = %ld", label, r);
+	errno = scn_last_errno;
+	return r;
+}
+
+/* Like R, for calls returning a new descriptor: prints "fd", not its number. */
+#define RFD(label, expr) scn_report_fd((label), ({ errno = 0; long r_ = (long)(expr); int e_ = errno; scn_save(e_); r_; }))
+static inline int scn_report_fd(const char *label, long r)
+{
+	if (r < 0)
+		say("%s = %ld %s", label, r, scn_errname(scn_last_errno));
+	else
+		say("%s = fd", label);
+	errno = scn_last_errno;
+	return (int)r;
+}
+
+static inline void die(const char *what)
+{
+	fprintf(stderr, "scenario setup failed: %s: %s\n", what, strerror(errno));
+	exit(99);
+}
+
+/* Print the bytes as a short readable string (or a checksum if long). */
+static inline uint32_t scn_sum(const void *p, size_t n)
+{
+	const unsigned char *b = p;
+	uint32_t h = 2166136261u;
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ b[i]) * 16777619u;
+	return h;
+}
+static inline void show(const char *label, const void *buf, long n)
+{
+	if (n < 0) {
+		say("%s: (none)", label);
+		return;
+	}
+	if (n <= 64) {
+		char tmp[3 * 64 + 1];
+		size_t o = 0;
+		const unsigned char *b = buf;
+		for (long i = 0; i < n; i++)
+			o += (size_t)sprintf(tmp + o, (b[i] >= 32 && b[i] < 127 && b[i] != '\\') ? "%c" : "\\%02x", b[i]);
+		tmp[o] = 0;
+		say("%s: %ld bytes \"%s\"", label, n, tmp);
+	} else {
+		say("%s: %ld bytes sum %08x", label, n, scn_sum(buf, (size_t)n));
+	}
+}
+
+/* A listening TCP socket on loopback, any port.  family AF_INET or AF_INET6. */
+static inline int tcp_listener(int family, struct sockaddr_storage *addr, socklen_t *alen)
+{
+	int l = socket(family, SOCK_STREAM, 0);
+	if (l < 0)
+		die("socket");
+	int one = 1;
+	setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	memset(addr, 0, sizeof(*addr));
+	if (family == AF_INET) {
+		struct sockaddr_in *a = (struct sockaddr_in *)addr;
+		a->sin_family = AF_INET;
+		a->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+		*alen = sizeof(*a);
+	} else {
+		struct sockaddr_in6 *a = (struct sockaddr_in6 *)addr;
+		a->sin6_family = AF_INET6;
+		a->sin6_addr = in6addr_loopback;
+		*alen = sizeof(*a);
+	}
+	if (bind(l, (struct sockaddr *)addr, *alen) || listen(l, 64) ||
+	    getsockname(l, (struct sockaddr *)addr, alen))
+		die("listen");
+	return l;
+}
+
+/* A connected TCP pair over loopback: *c client, *s server side. */
+static inline void tcp_pair_family(int family, int *c, int *s)
+{
+	struct sockaddr_storage a;
+	socklen_t al;
+	int l = tcp_listener(family, &a, &al);
+	*c = socket(family, SOCK_STREAM, 0);
+	if (*c < 0 || connect(*c, (struct sockaddr *)&a, al))
+		die("connect");
+	*s = accept(l, NULL, NULL);
+	if (*s < 0)
+		die("accept");
+	close(l);
+}
+static inline void tcp_pair(int *c, int *s)
+{
+	tcp_pair_family(AF_INET, c, s);
+}
+
+/* Two UDP sockets bound on loopback; *b connected to *a when connect_b. */
+static inline void udp_pair(int *a, int *b, struct sockaddr_in *aaddr, int connect_b)
+{
+	socklen_t l = sizeof(*aaddr);
+	struct sockaddr_in any = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	*a = socket(AF_INET, SOCK_DGRAM, 0);
+	*b = socket(AF_INET, SOCK_DGRAM, 0);
+	if (*a < 0 || *b < 0 || bind(*a, (struct sockaddr *)&any, sizeof(any)) ||
+	    bind(*b, (struct sockaddr *)&any, sizeof(any)) ||
+	    getsockname(*a, (struct sockaddr *)aaddr, &l))
+		die("udp");
+	if (connect_b && connect(*b, (struct sockaddr *)aaddr, sizeof(*aaddr)))
+		die("udp connect");
+}
+
+static inline void msleep(int ms)
+{
+	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+	while (nanosleep(&ts, &ts) && errno == EINTR)
+		;
+}
+
+/* Wait for a child and print how it ended. */
+static inline void reap(const char *label, pid_t pid)
+{
+	int st;
+	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		;
+	if (WIFEXITED(st))
+		say("%s exited %d", label, WEXITSTATUS(st));
+	else if (WIFSIGNALED(st))
+		say("%s killed by signal %d", label, WTERMSIG(st));
+}
+
+/* Read exactly n bytes (blocking), for setup steps. */
+static inline int read_full(int fd, void *buf, size_t n)
+{
+	size_t got = 0;
+	while (got < n) {
+		ssize_t r = read(fd, (char *)buf + got, n - got);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			return -1;
+		got += (size_t)r;
+	}
+	return 0;
+}
+
+/* Token passing between processes: wait_go blocks until go() is called. */
+static inline void go(int fd)
+{
+	if (write(fd, "g", 1) != 1)
+		die("go");
+}
+static inline void wait_go(int fd)
+{
+	char c;
+	if (read_full(fd, &c, 1))
+		die("wait_go");
+}
+
+#endif
