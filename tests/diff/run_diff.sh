@@ -22,7 +22,9 @@ for v in $(env | sed -n 's/^\(RINGSOCK_[A-Za-z0-9_]*\)=.*/\1/p'); do clean+=(-u 
 run() { # label, extra env...
 	local label=$1
 	shift
-	(cd "$tmp" && "${clean[@]}" "$@" timeout -k 5 120 "$scn") >"$tmp/$label.out" 2>"$tmp/$label.err"
+	# env applies the variables just before it runs the scenario, so the
+	# preload reaches the scenario only (timeout and env may use another libc).
+	(cd "$tmp" && timeout -k 5 120 "${clean[@]}" "$@" "$scn") >"$tmp/$label.out" 2>"$tmp/$label.err"
 	echo $? >"$tmp/$label.rc"
 }
 

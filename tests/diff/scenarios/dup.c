@@ -40,7 +40,9 @@ int main(void)
 	R("dup3 same fd", dup3(target, target, 0));
 	R("dup3 to 52 O_CLOEXEC", dup3(target, 52, O_CLOEXEC));
 	say("52 FD_CLOEXEC %d", fcntl(52, F_GETFD) & FD_CLOEXEC);
-	R("dup3 bad flags", dup3(target, 53, 12345));
+	/* glibc: EINVAL; musl ignores unknown flags and duplicates. */
+	if (R("dup3 bad flags", dup3(target, 53, 12345)) >= 0)
+		close(53);
 
 	int h = RFD("F_DUPFD >= 60", fcntl(d, F_DUPFD, 60));
 	say("F_DUPFD result >= 60: %d", h >= 60);

@@ -1,0 +1,29 @@
+# Sourced by the integration tests.  CTest passes RS_LIB, RS_CLI, RS_BUILD,
+# RS_SRC and helper paths in the environment.
+set -u
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+FAILS=0
+PASSES=0
+
+ok() { PASSES=$((PASSES + 1)); echo "ok: $*"; }
+bad() { FAILS=$((FAILS + 1)); echo "FAIL: $*"; }
+# check DESCRIPTION COMMAND...: passes when COMMAND succeeds
+check() { local d=$1; shift; if "$@"; then ok "$d"; else bad "$d"; fi; }
+need() { command -v "$1" >/dev/null 2>&1 || { echo "skip: $1 not installed"; exit 77; }; }
+finish() {
+	echo "$PASSES passed, $FAILS failed"
+	[ "$FAILS" = 0 ]
+}
+# A free TCP port on loopback.
+free_port() {
+	"$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])' 2>/dev/null ||
+		echo $((20000 + RANDOM % 20000))
+}
+# Sum a counter over every report in a RINGSOCK_STATS file: stat FILE KEY
+stat_sum() { grep -o "[ ]$2=[0-9]*" "$1" 2>/dev/null | awk -F= '{s+=$2} END {print s+0}'; }
+# The distribution python (not a version-manager shim that forks shells).
+PY=$(command -v /usr/bin/python3 || command -v python3)
+# Remove RINGSOCK_* and LD_PRELOAD from this shell's environment.
+for v in $(env | sed -n 's/^\(RINGSOCK_[A-Za-z0-9_]*\)=.*/\1/p'); do unset "$v"; done
+unset LD_PRELOAD
