@@ -1,0 +1,63 @@
+#!/bin/bash
+# dev.sh - one entry point for a fresh Debian 12 machine (run as root from
+# the repository root).
+#
+#   ./dev.sh demo    install dependencies, build, and run iperf3 and sockperf
+#                    on the kernel path and under ringsock, side by side,
+#                    with ringsock's counters
+#   ./dev.sh test    install dependencies, build, and run the whole test
+#                    suite (unit, differential, integration, musl, and the
+#                    differential harness again under ASan+UBSan)
+#   ./dev.sh deps    only install the dependencies
+#   ./dev.sh build   only build (build/)
+set -euo pipefail
+cd "$(dirname "$0")"
+
+# What the build and the tests need, and what the benchmarks add.
+DEPS=(build-essential cmake pkg-config liburing-dev libnl-3-dev libnl-route-3-dev
+      libnl-genl-3-dev libcmocka-dev musl-tools iperf3 sockperf socat iproute2
+      util-linux man-db python3 procps git)
+BENCH_DEPS=(python3-matplotlib linux-perf)
+
+deps() { # extra packages...
+	local missing=()
+	for p in "${DEPS[@]}" "$@"; do
+		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+	done
+	if [ ${#missing[@]} -gt 0 ]; then
+		echo "== installing: ${missing[*]}"
+		export DEBIAN_FRONTEND=noninteractive
+		apt-get update -q
+		apt-get install -y -q --no-install-recommends "${missing[@]}"
+	fi
+}
+
+build() { # dir [cmake args...]
+	local dir=$1
+	shift
+	cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@" >/dev/null
+	cmake --build "$dir" -j"$(nproc)"
+}
+
+case "${1:-}" in
+deps) deps ;;
+build) deps; build build ;;
+demo)
+	deps "${BENCH_DEPS[@]}"
+	build build
+	bench/run --demo
+	;;
+test)
+	deps
+	build build
+	echo "== test suite (build/)"
+	(cd build && ctest -j2 --output-on-failure --timeout 900)
+	echo "== differential harness and unit tests under ASan+UBSan (build-asan/)"
+	build build-asan -DRINGSOCK_SANITIZE=address,undefined
+	(cd build-asan && ctest -j2 --output-on-failure --timeout 900)
+	;;
+*)
+	sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'
+	exit 2
+	;;
+esac
