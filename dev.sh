@@ -16,7 +16,7 @@ cd "$(dirname "$0")"
 # What the build and the tests need, and what the benchmarks add.
 DEPS=(build-essential cmake pkg-config liburing-dev libnl-3-dev libnl-route-3-dev
       libnl-genl-3-dev libcmocka-dev musl-tools iperf3 sockperf socat iproute2
-      util-linux man-db python3 procps git)
+      util-linux man-db python3 procps git debhelper dpkg-dev lintian rpm)
 BENCH_DEPS=(python3-matplotlib linux-perf)
 
 deps() { # extra packages...
