@@ -16,7 +16,7 @@ RS_EXPORT int close(int fd)
 			return -1;
 		}
 		struct rs_sock *s = rs_fd_peek(fd);
-		rs_stat_add((s ? RS_C_CALLS_SOCKET : RS_C_CALLS_OTHER) + RINGSOCK_FAM_CLOSE, 1);
+		rs_count_call(s != NULL, RINGSOCK_FAM_CLOSE);
 		/* Forget first: a racing socket() that gets this number back
 		 * must not lose its new record to us. */
 		if (s)
@@ -68,7 +68,7 @@ static int close_range_guarded(unsigned first, unsigned last, int flags)
 {
 	if (!rs_enter() || (flags & CLOSE_RANGE_CLOEXEC))
 		return REAL(close_range)(first, last, flags);
-	rs_stat_add(RS_C_CALLS_OTHER + RINGSOCK_FAM_CLOSE, 1);
+	rs_count_call(0, RINGSOCK_FAM_CLOSE);
 	int keep[RS_MAX_ENGINE_FDS];
 	int n = rs_fdguard_list(keep, RS_MAX_ENGINE_FDS); /* ascending */
 	unsigned long long lo = first, end = (unsigned long long)last + 1;

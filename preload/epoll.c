@@ -6,7 +6,7 @@
 static void count_plain(void)
 {
 	if (rs_enter())
-		rs_stat_add(RS_C_CALLS_OTHER + RINGSOCK_FAM_EPOLL, 1);
+		rs_count_call(0, RINGSOCK_FAM_EPOLL);
 }
 
 static void forget_new(int fd)

@@ -9,7 +9,7 @@ static void count_pollfds(const struct pollfd *fds, nfds_t n)
 	int ours = 0;
 	for (nfds_t i = 0; i < n && !ours; i++)
 		ours = rs_fd_peek(fds[i].fd) != NULL;
-	rs_stat_add((ours ? RS_C_CALLS_SOCKET : RS_C_CALLS_OTHER) + RINGSOCK_FAM_POLL, 1);
+	rs_count_call(ours, RINGSOCK_FAM_POLL);
 }
 
 static void count_fdsets(int nfds, const fd_set *r, const fd_set *w, const fd_set *e)
@@ -20,7 +20,7 @@ static void count_fdsets(int nfds, const fd_set *r, const fd_set *w, const fd_se
 	for (int fd = 0; fd < nfds && fd < FD_SETSIZE && !ours; fd++)
 		if ((r && FD_ISSET(fd, r)) || (w && FD_ISSET(fd, w)) || (e && FD_ISSET(fd, e)))
 			ours = rs_fd_peek(fd) != NULL;
-	rs_stat_add((ours ? RS_C_CALLS_SOCKET : RS_C_CALLS_OTHER) + RINGSOCK_FAM_POLL, 1);
+	rs_count_call(ours, RINGSOCK_FAM_POLL);
 }
 
 RS_EXPORT int poll(struct pollfd *fds, nfds_t nfds, int timeout)

@@ -93,6 +93,17 @@ static inline long rs_ret(long r)
 	return r;
 }
 
+/* Count a call of family fam, on a tracked socket (ours) or not.  Calls on
+ * other descriptors are counted only when a report was asked for: the
+ * counter store costs measurably on every file read and write. */
+static inline void rs_count_call(int ours, int fam)
+{
+	if (rs_unlikely(ours))
+		rs_stat_add(RS_C_CALLS_SOCKET + fam, 1);
+	else if (rs_rt.count_other)
+		rs_stat_add(RS_C_CALLS_OTHER + fam, 1);
+}
+
 /* Common head of every fd trampoline: initialise if needed, count the call
  * in family fam, and return the fd's socket record (NULL: not ours, or
  * pass-through mode). */
@@ -106,7 +117,7 @@ static inline struct rs_sock *rs_enter_fd(int fd, int fam)
 	if (rs_unlikely(rs_rt.passthrough))
 		return NULL;
 	struct rs_sock *s = rs_fd_peek(fd);
-	rs_stat_add(s ? RS_C_CALLS_SOCKET + fam : RS_C_CALLS_OTHER + fam, 1);
+	rs_count_call(s != NULL, fam);
 	return s;
 }
 

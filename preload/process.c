@@ -11,7 +11,7 @@
 static void count_process(void)
 {
 	if (rs_enter())
-		rs_stat_add(RS_C_CALLS_OTHER + RINGSOCK_FAM_PROCESS, 1);
+		rs_count_call(0, RINGSOCK_FAM_PROCESS);
 }
 
 RS_EXPORT pid_t fork(void)

@@ -9,7 +9,7 @@ RS_EXPORT int socket(int domain, int type, int protocol)
 	int fd = REAL(socket)(domain, type, protocol);
 	if (on) {
 		int ours = rs_sock_eligible(domain, type & TYPE_MASK, protocol);
-		rs_stat_add((ours ? RS_C_CALLS_SOCKET : RS_C_CALLS_OTHER) + RINGSOCK_FAM_SOCKET, 1);
+		rs_count_call(ours, RINGSOCK_FAM_SOCKET);
 		if (fd >= 0) {
 			rs_count_domain(domain, 1);
 			rs_new_fd(fd, domain, type & TYPE_MASK, protocol);
@@ -23,7 +23,7 @@ RS_EXPORT int socketpair(int domain, int type, int protocol, int sv[2])
 	int on = rs_enter();
 	int r = REAL(socketpair)(domain, type, protocol, sv);
 	if (on) {
-		rs_stat_add(RS_C_CALLS_OTHER + RINGSOCK_FAM_SOCKET, 1);
+		rs_count_call(0, RINGSOCK_FAM_SOCKET);
 		if (r == 0) {
 			/* Only AF_UNIX makes pairs today, but keep the table exact. */
 			rs_count_domain(domain, 2);

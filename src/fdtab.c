@@ -11,15 +11,17 @@
 
 #include "internal.h"
 
-#define SLOT_SHIFT 12
-#define SLOTS_PER_CHUNK (1u << SLOT_SHIFT)
-#define SLOT_DIR (1u << 14) /* 2^26 fds */
-#define REC_SHIFT 10
-#define RECS_PER_CHUNK (1u << REC_SHIFT)
-#define REC_DIR (1u << 12) /* 2^22 records */
+#define SLOT_SHIFT RS_SLOT_SHIFT
+#define SLOTS_PER_CHUNK RS_SLOTS_PER_CHUNK
+#define SLOT_DIR RS_SLOT_DIR
+#define REC_SHIFT RS_REC_SHIFT
+#define RECS_PER_CHUNK RS_RECS_PER_CHUNK
+#define REC_DIR RS_REC_DIR
 
-static _Atomic(atomic_uint *) slot_dir[SLOT_DIR];
-static _Atomic(struct rs_sock *) rec_dir[REC_DIR];
+_Atomic(atomic_uint *) rs_slot_dir[SLOT_DIR];
+_Atomic(struct rs_sock *) rs_rec_dir[REC_DIR];
+#define slot_dir rs_slot_dir
+#define rec_dir rs_rec_dir
 static atomic_uint rec_next;        /* records ever carved */
 static _Atomic uint64_t free_head;  /* tag << 32 | (index + 1) */
 static atomic_size_t live;
@@ -101,15 +103,6 @@ static void rec_free(struct rs_sock *s)
 	} while (!atomic_compare_exchange_weak(&free_head, &head,
 					       ((head >> 32) + 1) << 32 | (s->index + 1)));
 	atomic_fetch_sub(&live, 1);
-}
-
-struct rs_sock *rs_fd_peek(int fd)
-{
-	atomic_uint *slot = slot_of(fd, 0);
-	if (!slot)
-		return NULL;
-	uint32_t v = atomic_load_explicit(slot, memory_order_acquire);
-	return v ? rec_at(v - 1) : NULL;
 }
 
 struct rs_sock *rs_fd_get(int fd)

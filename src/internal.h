@@ -42,7 +42,6 @@ enum {
 	RS_C_COUNT
 };
 struct rs_tstats;
-extern RS_TLS struct rs_tstats *rs_tstats_self;
 void rs_stat_add_slow(int idx, uint64_t n);
 /* Add n to counter idx of the calling thread (no atomic RMW, no lock once
  * the thread is registered). */
@@ -65,8 +64,8 @@ struct rs_sock {
 	uint32_t next_free;     /* arena free list link (index + 1), 0 = end */
 };
 /* Record for fd without taking a reference (NULL when not a tracked
- * socket).  Lock-free: two loads. */
-struct rs_sock *rs_fd_peek(int fd);
+ * socket).  Lock-free: two loads; inline below. */
+static inline struct rs_sock *rs_fd_peek(int fd);
 /* Record for fd with a reference the caller drops with rs_sock_put. */
 struct rs_sock *rs_fd_get(int fd);
 void rs_sock_put(struct rs_sock *s);
@@ -101,6 +100,8 @@ struct rs_runtime {
 	int passthrough;    /* 1: RINGSOCK_DISABLE or AT_SECURE, touch nothing */
 	int secure;         /* AT_SECURE: environment ignored */
 	int pt_reason;      /* why eligible sockets are passed through */
+	int count_other;    /* count calls on non-socket fds too (RINGSOCK_STATS
+			     * set): off by default, it costs on every file read */
 	int pid;            /* this process (updated in a fork child); a vfork
 			     * child sees another pid and stays hands-off */
 	struct rs_config cfg;
@@ -147,15 +148,46 @@ const char *rs_probe_op_name(int op);
 const char *rs_probe_blocker(const struct rs_probe *p, unsigned disabled);
 
 /* ---- inline bodies ------------------------------------------------------ */
+/* fdtab.c's two-level tables: fd -> slot chunk -> record index + 1, and
+ * record index -> record chunk. */
+#define RS_SLOT_SHIFT 12
+#define RS_SLOTS_PER_CHUNK (1u << RS_SLOT_SHIFT)
+#define RS_SLOT_DIR (1u << 14) /* 2^26 fds */
+#define RS_REC_SHIFT 10
+#define RS_RECS_PER_CHUNK (1u << RS_REC_SHIFT)
+#define RS_REC_DIR (1u << 12) /* 2^22 records */
+extern _Atomic(atomic_uint *) rs_slot_dir[RS_SLOT_DIR];
+extern _Atomic(struct rs_sock *) rs_rec_dir[RS_REC_DIR];
+
+static inline struct rs_sock *rs_fd_peek(int fd)
+{
+	if (rs_unlikely((unsigned)fd >= RS_SLOT_DIR * RS_SLOTS_PER_CHUNK))
+		return NULL;
+	atomic_uint *chunk = atomic_load_explicit(&rs_slot_dir[(unsigned)fd >> RS_SLOT_SHIFT],
+						  memory_order_acquire);
+	if (!chunk)
+		return NULL;
+	uint32_t v = atomic_load_explicit(&chunk[(unsigned)fd & (RS_SLOTS_PER_CHUNK - 1)],
+					  memory_order_acquire);
+	if (rs_likely(!v))
+		return NULL;
+	struct rs_sock *rc = atomic_load_explicit(&rs_rec_dir[(v - 1) >> RS_REC_SHIFT],
+						  memory_order_acquire);
+	return &rc[(v - 1) & (RS_RECS_PER_CHUNK - 1)];
+}
+
+enum { RS_TSTATS_NEW, RS_TSTATS_LIVE, RS_TSTATS_DEAD };
 struct rs_tstats {
 	uint64_t c[RS_C_COUNT]; /* written by the owning thread only (relaxed) */
 	struct rs_tstats *next; /* registry link, under the registry lock */
-	int live;               /* owning thread still running */
+	int state;              /* RS_TSTATS_*: registered, or folded at exit */
 };
+/* This thread's counters, in static TLS. */
+extern RS_TLS struct rs_tstats rs_tstats_tls;
 static inline void rs_stat_add(int idx, uint64_t n)
 {
-	struct rs_tstats *t = rs_tstats_self;
-	if (rs_likely(t != NULL))
+	struct rs_tstats *t = &rs_tstats_tls;
+	if (rs_likely(t->state == RS_TSTATS_LIVE))
 		__atomic_store_n(&t->c[idx], t->c[idx] + n, __ATOMIC_RELAXED);
 	else
 		rs_stat_add_slow(idx, n);

@@ -1,24 +1,24 @@
 /* stats.c - per-thread counters, summed on demand, reported at exit.
  *
- * Each thread counts into its own block (no atomic read-modify-write, no
- * shared cache line); blocks sit on a registry list so a snapshot can sum
- * them.  A block of an exited thread is folded into `retired` and reused.
+ * Each thread counts into its own block in static TLS (no atomic
+ * read-modify-write, no shared cache line, and no page the hot path would
+ * not touch anyway: the thread control block is already in use by libc).
+ * Blocks sit on a registry list so a snapshot can sum them; a thread's
+ * counts are folded into `retired` when it exits.
  */
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/mman.h>
 
 #include "internal.h"
 #include "sys.h"
 
-RS_TLS struct rs_tstats *rs_tstats_self;
-static RS_TLS int tstats_dead; /* this thread's block was retired */
+RS_TLS struct rs_tstats rs_tstats_tls;
 
 static atomic_flag reg_lock = ATOMIC_FLAG_INIT;
-static struct rs_tstats *reg_head;  /* every block, live or free */
+static struct rs_tstats *reg_head;   /* registered, running threads' blocks */
 static uint64_t retired[RS_C_COUNT]; /* counts of exited threads, under reg_lock */
 static pthread_key_t tstats_key;
 static atomic_int key_state; /* 0 none, 1 creating, 2 ready */
@@ -35,6 +35,17 @@ static void reg_lock_drop(void)
 	atomic_flag_clear_explicit(&reg_lock, memory_order_release);
 }
 
+static void reg_unlink(struct rs_tstats *t)
+{
+	for (struct rs_tstats **pp = &reg_head; *pp; pp = &(*pp)->next)
+		if (*pp == t) {
+			*pp = t->next;
+			break;
+		}
+	t->next = NULL;
+}
+
+/* Thread exit: fold the block into `retired` before its memory goes. */
 static void tstats_thread_exit(void *arg)
 {
 	struct rs_tstats *t = arg;
@@ -43,17 +54,15 @@ static void tstats_thread_exit(void *arg)
 		retired[i] += t->c[i];
 		__atomic_store_n(&t->c[i], 0, __ATOMIC_RELAXED);
 	}
-	t->live = 0;
+	reg_unlink(t);
+	t->state = RS_TSTATS_DEAD;
 	reg_lock_drop();
-	rs_tstats_self = NULL;
-	tstats_dead = 1;
 }
 
 void rs_stat_add_slow(int idx, uint64_t n)
 {
-	struct rs_tstats *t = NULL;
-
-	if (tstats_dead || atomic_load(&key_state) == 1)
+	struct rs_tstats *t = &rs_tstats_tls;
+	if (t->state == RS_TSTATS_DEAD || atomic_load(&key_state) == 1)
 		goto global;
 	int expect = 0;
 	if (atomic_compare_exchange_strong(&key_state, &expect, 1)) {
@@ -66,26 +75,10 @@ void rs_stat_add_slow(int idx, uint64_t n)
 		goto global;
 	}
 	reg_lock_take();
-	for (struct rs_tstats *b = reg_head; b; b = b->next)
-		if (!b->live) {
-			t = b;
-			break;
-		}
-	if (!t) {
-		void *m = mmap(NULL, sizeof(*t), PROT_READ | PROT_WRITE,
-			       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-		if (m != MAP_FAILED) {
-			t = m;
-			t->next = reg_head;
-			reg_head = t;
-		}
-	}
-	if (t)
-		t->live = 1;
+	t->next = reg_head;
+	reg_head = t;
+	t->state = RS_TSTATS_LIVE;
 	reg_lock_drop();
-	if (!t)
-		goto global;
-	rs_tstats_self = t;
 	pthread_setspecific(tstats_key, t);
 	rs_stat_add(idx, n);
 	return;
@@ -107,13 +100,15 @@ void rs_stats_snapshot(uint64_t out[RS_C_COUNT])
 
 void rs_stats_atfork_child(void)
 {
-	/* The child starts from zero; other threads' blocks are free again. */
+	/* The child has one thread and starts from zero. */
+	struct rs_tstats *self = &rs_tstats_tls;
 	atomic_flag_clear(&reg_lock);
 	memset(retired, 0, sizeof(retired));
-	for (struct rs_tstats *b = reg_head; b; b = b->next) {
-		memset(b->c, 0, sizeof(b->c));
-		b->live = (b == rs_tstats_self);
-	}
+	memset(self->c, 0, sizeof(self->c));
+	reg_head = NULL;
+	self->next = NULL;
+	if (self->state == RS_TSTATS_LIVE)
+		reg_head = self;
 	atomic_store(&reported, 0);
 }
 
@@ -205,6 +200,7 @@ RS_HIDDEN void rs_stats_setup(void)
 	report_to_stderr = 0;
 	if (!strcmp(v, "0") || !strcasecmp(v, "off") || !strcasecmp(v, "no"))
 		return;
+	rs_rt.count_other = 1;
 	if (!strcmp(v, "1") || !strcasecmp(v, "stderr") || !strcasecmp(v, "on") ||
 	    !strcasecmp(v, "yes")) {
 		report_to_stderr = 1;
