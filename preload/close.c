@@ -10,11 +10,12 @@
 RS_EXPORT int close(int fd)
 {
 	int on = rs_enter();
+	/* Engine descriptors exist even in pass-through mode (the stats file). */
+	if (rs_unlikely(rs_fdguard_is_engine(fd))) {
+		errno = EBADF;
+		return -1;
+	}
 	if (on) {
-		if (rs_unlikely(rs_fdguard_is_engine(fd))) {
-			errno = EBADF;
-			return -1;
-		}
 		struct rs_sock *s = rs_fd_peek(fd);
 		rs_count_call(s != NULL, RINGSOCK_FAM_CLOSE);
 		/* Forget first: a racing socket() that gets this number back
@@ -27,11 +28,10 @@ RS_EXPORT int close(int fd)
 
 RS_EXPORT int dup(int fd)
 {
-	int on = rs_enter_fd(fd, RINGSOCK_FAM_CLOSE) != NULL;
+	rs_enter_fd(fd, RINGSOCK_FAM_CLOSE);
 	int nfd = REAL(dup)(fd);
 	if (nfd >= 0 && rs_ready())
 		rs_fd_dup(fd, nfd);
-	(void)on;
 	return nfd;
 }
 
@@ -66,9 +66,11 @@ RS_EXPORT int dup3(int fd, int fd2, int flags)
  * between them. */
 static int close_range_guarded(unsigned first, unsigned last, int flags)
 {
-	if (!rs_enter() || (flags & CLOSE_RANGE_CLOEXEC))
+	/* Engine descriptors exist even in pass-through mode (the stats file). */
+	if (rs_enter())
+		rs_count_call(0, RINGSOCK_FAM_CLOSE);
+	if (!rs_ready() || (flags & CLOSE_RANGE_CLOEXEC))
 		return REAL(close_range)(first, last, flags);
-	rs_count_call(0, RINGSOCK_FAM_CLOSE);
 	int keep[RS_MAX_ENGINE_FDS];
 	int n = rs_fdguard_list(keep, RS_MAX_ENGINE_FDS); /* ascending */
 	unsigned long long lo = first, end = (unsigned long long)last + 1;

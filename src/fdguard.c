@@ -6,12 +6,14 @@
  * dup2()/dup3() onto one first moves the engine's fd elsewhere.
  */
 #include <fcntl.h>
+#include <limits.h>
 #include <sys/resource.h>
 
 #include "internal.h"
 #include "sys.h"
 
 static atomic_int engine_fds[RS_MAX_ENGINE_FDS]; /* fd + 1, 0 = free */
+atomic_int rs_fdguard_lowest = INT_MAX;           /* lowest engine fd, for the fast check */
 static int *owners[RS_MAX_ENGINE_FDS];             /* where the engine keeps it */
 
 static int high_base(void)
@@ -34,6 +36,18 @@ static int move_high(int fd)
 	return (int)nfd;
 }
 
+/* Recompute the lowest engine fd after a change. */
+static void update_lowest(void)
+{
+	int low = INT_MAX;
+	for (int i = 0; i < RS_MAX_ENGINE_FDS; i++) {
+		int v = atomic_load(&engine_fds[i]);
+		if (v && v - 1 < low)
+			low = v - 1;
+	}
+	atomic_store(&rs_fdguard_lowest, low);
+}
+
 int rs_fdguard_adopt(int fd, int *owner)
 {
 	int nfd = move_high(fd);
@@ -45,6 +59,7 @@ int rs_fdguard_adopt(int fd, int *owner)
 		if (atomic_compare_exchange_strong(&engine_fds[i], &expect, nfd + 1)) {
 			owners[i] = owner;
 			__atomic_store_n(owner, nfd, __ATOMIC_RELEASE);
+			update_lowest();
 			return nfd;
 		}
 	}
@@ -53,7 +68,7 @@ int rs_fdguard_adopt(int fd, int *owner)
 	return nfd;
 }
 
-int rs_fdguard_is_engine(int fd)
+int rs_fdguard_is_engine_slow(int fd)
 {
 	if (fd < 0)
 		return 0;
@@ -72,6 +87,7 @@ void rs_fdguard_release(int fd)
 			break;
 		}
 	}
+	update_lowest();
 	rs_sys_close(fd);
 }
 
@@ -88,6 +104,7 @@ int rs_fdguard_evict(int fd)
 		atomic_store(&engine_fds[i], nfd + 1);
 		if (owners[i])
 			__atomic_store_n(owners[i], nfd, __ATOMIC_RELEASE);
+		update_lowest();
 		rs_sys_close(fd);
 		return 0;
 	}

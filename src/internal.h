@@ -85,7 +85,15 @@ size_t rs_fdtab_live(void);
  * The application cannot close or dup2 over it. */
 int rs_fdguard_adopt(int fd, int *owner);
 #define RS_MAX_ENGINE_FDS 64
-int rs_fdguard_is_engine(int fd);
+extern atomic_int rs_fdguard_lowest; /* INT_MAX when the engine has none */
+int rs_fdguard_is_engine_slow(int fd);
+/* Is fd one of the engine's?  One load when it is below them all. */
+static inline int rs_fdguard_is_engine(int fd)
+{
+	if (rs_likely(fd < atomic_load_explicit(&rs_fdguard_lowest, memory_order_relaxed)))
+		return 0;
+	return rs_fdguard_is_engine_slow(fd);
+}
 /* The engine's fds in ascending order; returns how many. */
 int rs_fdguard_list(int *out, int max);
 void rs_fdguard_release(int fd); /* the engine closes its own fd */
