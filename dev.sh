@@ -57,7 +57,7 @@ test)
 	(cd build-asan && ctest -j2 --output-on-failure --timeout 900)
 	;;
 *)
-	sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'
+	awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"
 	exit 2
 	;;
 esac
