@@ -8,6 +8,8 @@
 #   ./dev.sh test    install dependencies, build, and run the whole test
 #                    suite (unit, differential, integration, musl, and the
 #                    differential harness again under ASan+UBSan)
+#   ./dev.sh bench [ARGS]  install the benchmark dependencies, build, and run
+#                    bench/run ARGS (e.g. --quick)
 #   ./dev.sh deps    only install the dependencies
 #   ./dev.sh build   only build (build/)
 set -euo pipefail
@@ -17,7 +19,8 @@ cd "$(dirname "$0")"
 DEPS=(build-essential cmake pkg-config liburing-dev libnl-3-dev libnl-route-3-dev
       libnl-genl-3-dev libcmocka-dev musl-tools iperf3 sockperf socat iproute2
       util-linux man-db python3 procps git debhelper dpkg-dev lintian rpm)
-BENCH_DEPS=(python3-matplotlib linux-perf)
+BENCH_DEPS=(python3-matplotlib linux-perf redis-server redis-tools nginx-light wrk memcached
+            libmemcached-tools)
 
 deps() { # extra packages...
 	local missing=()
@@ -46,6 +49,12 @@ demo)
 	deps "${BENCH_DEPS[@]}"
 	build build
 	bench/run --demo
+	;;
+bench)
+	shift
+	deps "${BENCH_DEPS[@]}"
+	build build
+	bench/run "$@"
 	;;
 test)
 	deps
