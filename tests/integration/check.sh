@@ -42,6 +42,12 @@ check "library: RINGSOCK_LOG=info says it is loaded" sh -c 'echo "$0" | grep -q 
 out=$(LD_PRELOAD="$RS_LIB" sh -c 'echo ran' 2>&1)
 check "library: silent by default" test "$out" = "ran"
 
+# Calls on non-socket fds are counted only when a report is asked for.
+out=$(LD_PRELOAD="$RS_LIB" "$RS_API_CLIENT")
+check "calls on other fds not counted without RINGSOCK_STATS" sh -c 'echo "$0" | grep -q "^other_rw 0$"' "$out"
+out=$(RINGSOCK_STATS="$TMP/api.stats" LD_PRELOAD="$RS_LIB" "$RS_API_CLIENT")
+check "calls on other fds counted with RINGSOCK_STATS" sh -c 'echo "$0" | grep -qE "^other_rw [1-9]"' "$out"
+
 # Stats to a per-process file.
 RINGSOCK_STATS="$TMP/stats.%p" LD_PRELOAD="$RS_LIB" "$PY" -c '
 import socket, os
