@@ -7,6 +7,11 @@
  */
 #include "preload.h"
 
+static int fcntl_valid(int fd)
+{
+	return rs_syscall(SYS_fcntl, fd, F_GETFD, 0) >= 0;
+}
+
 RS_EXPORT int close(int fd)
 {
 	int on = rs_enter();
@@ -18,6 +23,8 @@ RS_EXPORT int close(int fd)
 	if (on) {
 		struct rs_sock *s = rs_fd_peek(fd);
 		rs_count_call(s != NULL, RINGSOCK_FAM_CLOSE);
+		if (rs_engine_on)
+			rs_engine_before_close(s, fd);
 		/* Forget first: a racing socket() that gets this number back
 		 * must not lose its new record to us. */
 		if (s)
@@ -26,9 +33,18 @@ RS_EXPORT int close(int fd)
 	return REAL(close)(fd);
 }
 
+/* The engine serves a socket through one descriptor only. */
+static void before_dup(struct rs_sock *s, int fd)
+{
+	if (rs_engine_sock(s)) {
+		rs_tcp_before_kernel(s, fd, RINGSOCK_PT_DUP);
+		rs_tcp_passthrough(s, RINGSOCK_PT_DUP);
+	}
+}
+
 RS_EXPORT int dup(int fd)
 {
-	rs_enter_fd(fd, RINGSOCK_FAM_CLOSE);
+	before_dup(rs_enter_fd(fd, RINGSOCK_FAM_CLOSE), fd);
 	int nfd = REAL(dup)(fd);
 	if (nfd >= 0 && rs_ready())
 		rs_fd_dup(fd, nfd);
@@ -37,13 +53,16 @@ RS_EXPORT int dup(int fd)
 
 static int dup_onto(int fd, int fd2, int flags, int use_dup3)
 {
-	rs_enter_fd(fd, RINGSOCK_FAM_CLOSE);
+	before_dup(rs_enter_fd(fd, RINGSOCK_FAM_CLOSE), fd);
 	if (rs_ready() && fd != fd2) {
 		int e = rs_fdguard_evict(fd2);
 		if (e < 0) {
 			errno = -e;
 			return -1;
 		}
+		/* fd2 is closed by the call if open: as close() would. */
+		if (rs_engine_on && !rs_rt.passthrough && fcntl_valid(fd))
+			rs_engine_before_close(rs_fd_peek(fd2), fd2);
 	}
 	int r = use_dup3 ? REAL(dup3)(fd, fd2, flags) : REAL(dup2)(fd, fd2);
 	if (r >= 0 && fd != fd2 && rs_ready())
@@ -80,6 +99,10 @@ static int close_range_guarded(unsigned first, unsigned last, int flags)
 		if (k < lo || k > end)
 			continue;
 		if (k > lo) {
+			if (rs_engine_on)
+				for (unsigned long long f = lo; f < k && f < (1u << 17); f++)
+					if (rs_fd_peek((int)f) || rs_ep_known((int)f))
+						rs_engine_before_close(rs_fd_peek((int)f), (int)f);
 			rs_fd_forget_range((unsigned)lo, (unsigned)(k - 1));
 			if (REAL(close_range)((unsigned)lo, (unsigned)(k - 1), flags) < 0)
 				r = -1;

@@ -9,18 +9,22 @@ RS_EXPORT int bind(int fd, RS_CSA addr, socklen_t len)
 
 RS_EXPORT int listen(int fd, int backlog)
 {
-	rs_enter_fd(fd, RINGSOCK_FAM_CONN);
-	return REAL(listen)(fd, backlog);
+	struct rs_sock *s = rs_enter_fd(fd, RINGSOCK_FAM_CONN);
+	int r = REAL(listen)(fd, backlog);
+	if (s && r == 0)
+		s->conn_state = RS_CONN_LISTEN;
+	return r;
 }
 
 /* A new connection inherits the listener's domain and type. */
-static void accepted(struct rs_sock *l, int fd)
+static void accepted(struct rs_sock *l, int fd, int flags)
 {
 	if (fd < 0)
 		return;
 	if (l) {
 		rs_count_domain(l->domain, 1);
 		rs_new_fd(fd, l->domain, l->type, l->protocol);
+		rs_new_sock_state(fd, !!(flags & SOCK_NONBLOCK), RS_CONN_UP);
 	} else {
 		rs_fd_forget(fd);
 	}
@@ -30,7 +34,7 @@ RS_EXPORT int accept(int fd, RS_SA addr, socklen_t *len)
 {
 	struct rs_sock *l = rs_enter_fd(fd, RINGSOCK_FAM_CONN);
 	int nfd = REAL(accept)(fd, addr, len);
-	accepted(l, nfd);
+	accepted(l, nfd, 0);
 	return nfd;
 }
 
@@ -38,18 +42,36 @@ RS_EXPORT int accept4(int fd, RS_SA addr, socklen_t *len, int flags)
 {
 	struct rs_sock *l = rs_enter_fd(fd, RINGSOCK_FAM_CONN);
 	int nfd = REAL(accept4)(fd, addr, len, flags);
-	accepted(l, nfd);
+	accepted(l, nfd, flags);
 	return nfd;
 }
 
 RS_EXPORT int connect(int fd, RS_CSA addr, socklen_t len)
 {
-	rs_enter_fd(fd, RINGSOCK_FAM_CONN);
-	return REAL(connect)(fd, addr, len);
+	struct rs_sock *s = rs_enter_fd(fd, RINGSOCK_FAM_CONN);
+	int r = REAL(connect)(fd, addr, len);
+	if (s) {
+		int e = errno;
+		if (r == 0)
+			s->conn_state = RS_CONN_UP;
+		else if (e == EINPROGRESS || e == EALREADY)
+			s->conn_state = RS_CONN_CONNECTING;
+		errno = e;
+	}
+	return r;
 }
 
 RS_EXPORT int shutdown(int fd, int how)
 {
-	rs_enter_fd(fd, RINGSOCK_FAM_CONN);
+	struct rs_sock *s = rs_enter_fd(fd, RINGSOCK_FAM_CONN);
+	if (rs_engine_sock(s)) {
+		struct rs_tcp *t = rs_tcp_enter(s, fd, 0);
+		if (t) {
+			int r = rs_tcp_passive(t) ? (int)RS_PASS : rs_tcp_shutdown(t, how);
+			rs_tcp_unlock(t);
+			if (r != (int)RS_PASS)
+				return (int)rs_ret(r);
+		}
+	}
 	return REAL(shutdown)(fd, how);
 }

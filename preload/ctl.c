@@ -2,6 +2,10 @@
  * getpeername. */
 #include "preload.h"
 
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/ioctl.h>
+
 static void *va_ptr(va_list ap)
 {
 	/* Like libc: every fcntl/ioctl argument travels as one word. */
@@ -10,7 +14,20 @@ static void *va_ptr(va_list ap)
 
 static int fcntl_common(int fd, int cmd, void *arg, int use64)
 {
-	rs_enter_fd(fd, RINGSOCK_FAM_CTL);
+	struct rs_sock *s = rs_enter_fd(fd, RINGSOCK_FAM_CTL);
+	if (rs_engine_sock(s)) {
+		if (cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC) {
+			rs_tcp_before_kernel(s, fd, RINGSOCK_PT_DUP);
+			rs_tcp_passthrough(s, RINGSOCK_PT_DUP);
+		} else if (cmd == F_SETFL && !((long)arg & O_NONBLOCK)) {
+			/* blocking mode: the kernel path serves it */
+			rs_tcp_before_kernel(s, fd, RINGSOCK_PT_OPTION);
+		} else if (cmd == F_SETOWN || cmd == F_SETSIG || cmd == F_SETOWN_EX ||
+			   (cmd == F_SETFL && ((long)arg & O_ASYNC))) {
+			rs_tcp_before_kernel(s, fd, RINGSOCK_PT_OPTION); /* SIGIO */
+			rs_tcp_passthrough(s, RINGSOCK_PT_OPTION);
+		}
+	}
 	int r;
 #ifdef __GLIBC__
 	r = use64 ? REAL(fcntl64)(fd, cmd, arg) : REAL(fcntl)(fd, cmd, arg);
@@ -20,6 +37,8 @@ static int fcntl_common(int fd, int cmd, void *arg, int use64)
 #endif
 	if (r >= 0 && (cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC) && rs_ready())
 		rs_fd_dup(fd, r);
+	if (r >= 0 && s && cmd == F_SETFL)
+		s->nonblock = !!((long)arg & O_NONBLOCK);
 	return r;
 }
 
@@ -49,20 +68,96 @@ RS_EXPORT int ioctl(int fd, RS_IOCTL_REQ req, ...)
 	va_start(ap, req);
 	void *arg = va_ptr(ap);
 	va_end(ap);
-	rs_enter_fd(fd, RINGSOCK_FAM_CTL);
-	return REAL(ioctl)(fd, req, arg);
+	struct rs_sock *s = rs_enter_fd(fd, RINGSOCK_FAM_CTL);
+	if (rs_engine_sock(s)) {
+		if (req == FIONREAD) {
+			struct rs_tcp *t = rs_tcp_enter(s, fd, 0);
+			if (t) {
+				int r = RS_PASS;
+				if (!rs_tcp_passive(t))
+					r = rs_tcp_fionread(t, arg);
+				rs_tcp_unlock(t);
+				if (r != RS_PASS)
+					return (int)rs_ret(r);
+			}
+		} else if (req == FIONBIO) {
+			if (arg && !*(int *)arg)
+				rs_tcp_before_kernel(s, fd, RINGSOCK_PT_OPTION);
+		} else if (req == FIOASYNC) {
+			rs_tcp_before_kernel(s, fd, RINGSOCK_PT_OPTION);
+			rs_tcp_passthrough(s, RINGSOCK_PT_OPTION);
+		} else {
+			rs_tcp_before_kernel(s, fd, -1); /* SIOCOUTQ and friends see every byte */
+		}
+	}
+	int r = REAL(ioctl)(fd, req, arg);
+	if (r == 0 && s && req == FIONBIO && arg)
+		s->nonblock = !!*(int *)arg;
+	return r;
 }
 
 RS_EXPORT int getsockopt(int fd, int level, int name, void *val, socklen_t *len)
 {
-	rs_enter_fd(fd, RINGSOCK_FAM_CTL);
+	struct rs_sock *s = rs_enter_fd(fd, RINGSOCK_FAM_CTL);
+	if (rs_engine_sock(s) && level == SOL_SOCKET && name == SO_ERROR && val && len &&
+	    *len >= (socklen_t)sizeof(int)) {
+		/* An error the engine saw first is the socket's pending error. */
+		struct rs_tcp *t = rs_tcp_enter(s, fd, 0);
+		if (t) {
+			int e = rs_tcp_passive(t) ? 0 : rs_tcp_so_error(t);
+			rs_tcp_unlock(t);
+			if (e) {
+				*(int *)val = e;
+				*len = sizeof(int);
+				return 0;
+			}
+		}
+	}
 	return REAL(getsockopt)(fd, level, name, val, len);
+}
+
+/* Options that change what a receive returns, which the engine does not
+ * emulate: the socket goes (or stays) on the kernel path. */
+static int rx_option(int level, int name, const void *val, socklen_t len)
+{
+	if (level == SOL_SOCKET) {
+		switch (name) {
+		case SO_RCVLOWAT:
+			return !(val && len >= (socklen_t)sizeof(int) && *(const int *)val <= 1);
+		case SO_TIMESTAMP: case SO_TIMESTAMPNS: case SO_TIMESTAMPING:
+		case SO_RXQ_OVFL: case SO_ATTACH_FILTER: case SO_ATTACH_BPF:
+		case SO_BUSY_POLL: case SO_PEEK_OFF:
+			return 1;
+		}
+		return 0;
+	}
+	if (level == IPPROTO_TCP)
+		return name == TCP_INQ || name == TCP_ZEROCOPY_RECEIVE || name == TCP_REPAIR;
+	if (level == IPPROTO_IP || level == IPPROTO_IPV6)
+		return name != IP_TOS && name != IPV6_TCLASS && name != IP_TTL && name != IPV6_UNICAST_HOPS &&
+		       name != IPV6_V6ONLY;
+	return 1;
 }
 
 RS_EXPORT int setsockopt(int fd, int level, int name, const void *val, socklen_t len)
 {
-	rs_enter_fd(fd, RINGSOCK_FAM_CTL);
-	return REAL(setsockopt)(fd, level, name, val, len);
+	struct rs_sock *s = rs_enter_fd(fd, RINGSOCK_FAM_CTL);
+	if (rs_engine_sock(s)) {
+		if (rx_option(level, name, val, len)) {
+			rs_tcp_before_kernel(s, fd, RINGSOCK_PT_OPTION);
+			rs_tcp_passthrough(s, RINGSOCK_PT_OPTION);
+		} else {
+			rs_tcp_before_kernel(s, fd, -1); /* TCP_CORK, NODELAY: after queued bytes */
+		}
+	}
+	int r = REAL(setsockopt)(fd, level, name, val, len);
+	if (r == 0 && s && level == SOL_SOCKET && val && len >= (socklen_t)sizeof(int)) {
+		if (name == SO_RCVBUF || name == SO_RCVBUFFORCE)
+			s->rcvbuf = *(const int *)val;
+		else if (name == SO_SNDBUF || name == SO_SNDBUFFORCE)
+			s->sndbuf = *(const int *)val;
+	}
+	return r;
 }
 
 RS_EXPORT int getsockname(int fd, RS_SA addr, socklen_t *len)

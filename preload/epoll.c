@@ -11,8 +11,11 @@ static void count_plain(void)
 
 static void forget_new(int fd)
 {
-	if (fd >= 0 && rs_ready())
+	if (fd >= 0 && rs_ready()) {
 		rs_fd_forget(fd);
+		if (rs_engine_on)
+			rs_ep_close(fd); /* a stale set under this number */
+	}
 }
 
 RS_EXPORT int epoll_create(int size)
@@ -33,19 +36,41 @@ RS_EXPORT int epoll_create1(int flags)
 
 RS_EXPORT int epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
 {
-	rs_enter_fd(fd, RINGSOCK_FAM_EPOLL);
+	struct rs_sock *s = rs_enter_fd(fd, RINGSOCK_FAM_EPOLL);
+	if (rs_engine_on && rs_ready() && !rs_rt.passthrough) {
+		(void)s;
+		int r = rs_ep_ctl(epfd, op, fd, ev);
+		if (r != (int)RS_PASS)
+			return (int)rs_ret(r);
+	}
 	return REAL(epoll_ctl)(epfd, op, fd, ev);
+}
+
+/* The engine's wait when it has something to say about this set or this
+ * thread's ring, else the plain call.  Returns RS_PASS for the latter. */
+static int engine_wait(int epfd, struct epoll_event *ev, int max, int timeout,
+		       const struct timespec *tmo, const sigset_t *ss)
+{
+	if (!rs_engine_on || !rs_ready() || rs_rt.passthrough)
+		return (int)RS_PASS;
+	return rs_ep_wait(epfd, ev, max, timeout, ss, tmo);
 }
 
 RS_EXPORT int epoll_wait(int epfd, struct epoll_event *ev, int max, int timeout)
 {
 	count_plain();
+	int r = engine_wait(epfd, ev, max, timeout, NULL, NULL);
+	if (r != (int)RS_PASS)
+		return (int)rs_ret(r);
 	return REAL(epoll_wait)(epfd, ev, max, timeout);
 }
 
 RS_EXPORT int epoll_pwait(int epfd, struct epoll_event *ev, int max, int timeout, const sigset_t *ss)
 {
 	count_plain();
+	int r = engine_wait(epfd, ev, max, timeout, NULL, ss);
+	if (r != (int)RS_PASS)
+		return (int)rs_ret(r);
 	return REAL(epoll_pwait)(epfd, ev, max, timeout, ss);
 }
 
@@ -54,6 +79,9 @@ RS_EXPORT int epoll_pwait2(int epfd, struct epoll_event *ev, int max, const stru
 			   const sigset_t *ss)
 {
 	count_plain();
+	int r = tmo ? engine_wait(epfd, ev, max, 1, tmo, ss) : engine_wait(epfd, ev, max, -1, NULL, ss);
+	if (r != (int)RS_PASS)
+		return (int)rs_ret(r);
 	return REAL(epoll_pwait2)(epfd, ev, max, tmo, ss);
 }
 #endif

@@ -23,21 +23,115 @@ static void count_fdsets(int nfds, const fd_set *r, const fd_set *w, const fd_se
 	rs_count_call(ours, RINGSOCK_FAM_POLL);
 }
 
+static int engine_on(void)
+{
+	return rs_engine_on && rs_ready() && !rs_rt.passthrough;
+}
+
 RS_EXPORT int poll(struct pollfd *fds, nfds_t nfds, int timeout)
 {
 	count_pollfds(fds, nfds);
+	if (engine_on()) {
+		int handled;
+		int r = rs_wait_poll(fds, nfds, timeout, NULL, NULL, &handled);
+		if (handled)
+			return (int)rs_ret(r);
+	}
 	return REAL(poll)(fds, nfds, timeout);
 }
 
 RS_EXPORT int ppoll(struct pollfd *fds, nfds_t nfds, const struct timespec *tmo, const sigset_t *ss)
 {
 	count_pollfds(fds, nfds);
+	if (engine_on()) {
+		int handled;
+		int r = rs_wait_poll(fds, nfds, tmo ? 1 : -1, tmo, ss, &handled);
+		if (handled)
+			return (int)rs_ret(r);
+	}
 	return REAL(ppoll)(fds, nfds, tmo, ss);
+}
+
+/* select over engine sockets: as a poll, then back to the sets.  Returns
+ * RS_PASS when no engine socket is involved. */
+static int select_engine(int nfds, fd_set *r, fd_set *w, fd_set *e, int timeout_ms,
+			 const struct timespec *tmo, const sigset_t *ss)
+{
+	if (!engine_on() || nfds < 0 || nfds > FD_SETSIZE)
+		return (int)RS_PASS;
+	struct pollfd pf[FD_SETSIZE];
+	int n = 0, engine = 0;
+	for (int fd = 0; fd < nfds; fd++) {
+		short ev = 0;
+		if (r && FD_ISSET(fd, r))
+			ev |= POLLIN;
+		if (w && FD_ISSET(fd, w))
+			ev |= POLLOUT;
+		if (e && FD_ISSET(fd, e))
+			ev |= POLLPRI;
+		if (!ev)
+			continue;
+		struct rs_sock *s = rs_fd_peek(fd);
+		struct rs_tcp *t = s ? atomic_load(&s->eng) : NULL;
+		engine |= t && !rs_tcp_passive(t);
+		pf[n].fd = fd;
+		pf[n].events = ev;
+		pf[n].revents = 0;
+		n++;
+	}
+	if (!engine)
+		return (int)RS_PASS;
+	int handled;
+	int k = rs_wait_poll(pf, (unsigned long)n, timeout_ms, tmo, ss, &handled);
+	if (!handled)
+		return (int)RS_PASS;
+	if (k < 0)
+		return k;
+	for (int i = 0; i < n; i++)
+		if (pf[i].revents & POLLNVAL)
+			return -EBADF;
+	if (r)
+		FD_ZERO(r);
+	if (w)
+		FD_ZERO(w);
+	if (e)
+		FD_ZERO(e);
+	int count = 0;
+	for (int i = 0; i < n; i++) {
+		short rev = pf[i].revents, ev = pf[i].events;
+		if ((ev & POLLIN) && (rev & (POLLIN | POLLHUP | POLLERR))) {
+			FD_SET(pf[i].fd, r);
+			count++;
+		}
+		if ((ev & POLLOUT) && (rev & (POLLOUT | POLLERR))) {
+			FD_SET(pf[i].fd, w);
+			count++;
+		}
+		if ((ev & POLLPRI) && (rev & POLLPRI)) {
+			FD_SET(pf[i].fd, e);
+			count++;
+		}
+	}
+	return count;
 }
 
 RS_EXPORT int select(int nfds, fd_set *r, fd_set *w, fd_set *e, struct timeval *tmo)
 {
 	count_fdsets(nfds, r, w, e);
+	if (!tmo || tmo->tv_sec >= 0) {
+		struct timespec ts, *tsp = NULL;
+		if (tmo) {
+			ts.tv_sec = tmo->tv_sec;
+			ts.tv_nsec = tmo->tv_usec * 1000;
+			tsp = &ts;
+		}
+		int k = select_engine(nfds, r, w, e, tsp ? 1 : -1, tsp, NULL);
+		if (k != (int)RS_PASS) {
+			if (tmo && k == 0) /* Linux reports the time left */
+				tmo->tv_sec = tmo->tv_usec = 0;
+			return (int)rs_ret(k);
+		}
+	}
 	return REAL(select)(nfds, r, w, e, tmo);
 }
 
@@ -45,5 +139,8 @@ RS_EXPORT int pselect(int nfds, fd_set *r, fd_set *w, fd_set *e, const struct ti
 		      const sigset_t *ss)
 {
 	count_fdsets(nfds, r, w, e);
+	int k = select_engine(nfds, r, w, e, tmo ? 1 : -1, tmo, ss);
+	if (k != (int)RS_PASS)
+		return (int)rs_ret(k);
 	return REAL(pselect)(nfds, r, w, e, tmo, ss);
 }

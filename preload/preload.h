@@ -11,6 +11,7 @@
 #endif
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -22,6 +23,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "../src/engine.h"
 #include "../src/internal.h"
 #include "../src/sys.h"
 
@@ -143,5 +145,20 @@ static inline void rs_count_bytes(struct rs_sock *s, int ctr, long r)
 /* After a call returned a new fd: track it if it is an engine socket,
  * else drop any stale record under that number. */
 void rs_new_fd(int fd, int domain, int type, int protocol);
+void rs_new_sock_state(int fd, int nonblock, int conn_state);
+
+/* The record of fd when the engine may serve it (a tracked stream socket
+ * and the engine on), else NULL. */
+static inline struct rs_sock *rs_engine_sock(struct rs_sock *s)
+{
+	return s && rs_engine_on && !s->no_engine ? s : NULL;
+}
+
+/* Finish an engine call: count bytes, set errno. */
+static inline ssize_t rs_engine_ret(struct rs_sock *s, int ctr, ssize_t r)
+{
+	rs_count_bytes(s, ctr, r);
+	return rs_ret(r);
+}
 
 #endif

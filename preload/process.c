@@ -17,12 +17,16 @@ static void count_process(void)
 RS_EXPORT pid_t fork(void)
 {
 	count_process();
+	int on = rs_ready() && !rs_rt.passthrough;
+	if (on)
+		rs_runtime_before_fork();
 	pid_t pid = REAL(fork)();
-	if (pid == 0) {
-		int saved = errno;
+	int saved = errno;
+	if (pid == 0)
 		rs_runtime_atfork_child();
-		errno = saved;
-	}
+	else if (on)
+		rs_runtime_after_fork_parent();
+	errno = saved;
 	return pid;
 }
 

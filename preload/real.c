@@ -198,11 +198,26 @@ void rs_new_fd(int fd, int domain, int type, int protocol)
 	if (rs_sock_eligible(domain, type, protocol)) {
 		if (rs_fd_track(fd, domain, type, protocol) == 0) {
 			rs_stat_add(RS_C_SOCKETS_TRACKED, 1);
-			rs_stat_add(RS_C_PASSTHROUGH + rs_rt.pt_reason, 1);
+			/* With the engine on, the socket is counted when the
+			 * engine decides (armed, or passed through and why). */
+			if (!rs_engine_on) {
+				struct rs_sock *s = rs_fd_peek(fd);
+				s->pt_counted = 1;
+				rs_stat_add(RS_C_PASSTHROUGH + rs_rt.pt_reason, 1);
+			}
 		} else {
 			rs_stat_add(RS_C_PASSTHROUGH + RINGSOCK_PT_TABLE_FULL, 1);
 		}
 	} else {
 		rs_fd_forget(fd);
+	}
+}
+
+void rs_new_sock_state(int fd, int nonblock, int conn_state)
+{
+	struct rs_sock *s = rs_fd_peek(fd);
+	if (s) {
+		s->nonblock = nonblock;
+		s->conn_state = conn_state;
 	}
 }

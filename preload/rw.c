@@ -4,6 +4,12 @@
 RS_EXPORT ssize_t read(int fd, void *buf, size_t n)
 {
 	struct rs_sock *s = rs_enter_fd(fd, RINGSOCK_FAM_RW);
+	if (rs_engine_sock(s)) {
+		struct iovec v = { buf, n };
+		ssize_t r = rs_tcp_recv_call(s, fd, &v, 1, 0);
+		if (r != RS_PASS)
+			return rs_engine_ret(s, RS_C_BYTES_RECEIVED, r);
+	}
 	ssize_t r = REAL(read)(fd, buf, n);
 	rs_count_bytes(s, RS_C_BYTES_RECEIVED, r);
 	return r;
@@ -12,6 +18,12 @@ RS_EXPORT ssize_t read(int fd, void *buf, size_t n)
 RS_EXPORT ssize_t write(int fd, const void *buf, size_t n)
 {
 	struct rs_sock *s = rs_enter_fd(fd, RINGSOCK_FAM_RW);
+	if (rs_engine_sock(s)) {
+		struct iovec v = { (void *)buf, n };
+		ssize_t r = rs_tcp_send_call(s, fd, &v, 1, 0);
+		if (r != RS_PASS)
+			return rs_engine_ret(s, RS_C_BYTES_SENT, r);
+	}
 	ssize_t r = REAL(write)(fd, buf, n);
 	rs_count_bytes(s, RS_C_BYTES_SENT, r);
 	return r;
@@ -20,6 +32,11 @@ RS_EXPORT ssize_t write(int fd, const void *buf, size_t n)
 RS_EXPORT ssize_t readv(int fd, const struct iovec *iov, int cnt)
 {
 	struct rs_sock *s = rs_enter_fd(fd, RINGSOCK_FAM_RW);
+	if (rs_engine_sock(s) && cnt > 0 && cnt <= IOV_MAX) {
+		ssize_t r = rs_tcp_recv_call(s, fd, iov, cnt, 0);
+		if (r != RS_PASS)
+			return rs_engine_ret(s, RS_C_BYTES_RECEIVED, r);
+	}
 	ssize_t r = REAL(readv)(fd, iov, cnt);
 	rs_count_bytes(s, RS_C_BYTES_RECEIVED, r);
 	return r;
@@ -28,6 +45,11 @@ RS_EXPORT ssize_t readv(int fd, const struct iovec *iov, int cnt)
 RS_EXPORT ssize_t writev(int fd, const struct iovec *iov, int cnt)
 {
 	struct rs_sock *s = rs_enter_fd(fd, RINGSOCK_FAM_RW);
+	if (rs_engine_sock(s) && cnt > 0 && cnt <= IOV_MAX) {
+		ssize_t r = rs_tcp_send_call(s, fd, iov, cnt, 0);
+		if (r != RS_PASS)
+			return rs_engine_ret(s, RS_C_BYTES_SENT, r);
+	}
 	ssize_t r = REAL(writev)(fd, iov, cnt);
 	rs_count_bytes(s, RS_C_BYTES_SENT, r);
 	return r;

@@ -1,9 +1,37 @@
 /* sendrecv.c - send*, recv*, sendfile, splice. */
 #include "preload.h"
 
+/* Engine sockets passed in SCM_RIGHTS go back to the kernel path first:
+ * the receiving process reads the kernel socket. */
+static void passing_fds(const struct msghdr *msg)
+{
+	if (!msg || !msg->msg_control || msg->msg_controllen < sizeof(struct cmsghdr) || !rs_engine_on)
+		return;
+	for (struct cmsghdr *c = CMSG_FIRSTHDR((struct msghdr *)msg); c;
+	     c = CMSG_NXTHDR((struct msghdr *)msg, c)) {
+		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+			continue;
+		int *fds = (int *)CMSG_DATA(c);
+		size_t n = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		for (size_t i = 0; i < n; i++) {
+			struct rs_sock *s = rs_fd_peek(fds[i]);
+			if (rs_engine_sock(s)) {
+				rs_tcp_before_kernel(s, fds[i], RINGSOCK_PT_DUP);
+				rs_tcp_passthrough(s, RINGSOCK_PT_DUP);
+			}
+		}
+	}
+}
+
 RS_EXPORT ssize_t send(int fd, const void *buf, size_t n, int flags)
 {
 	struct rs_sock *s = rs_enter_fd(fd, RINGSOCK_FAM_SENDRECV);
+	if (rs_engine_sock(s)) {
+		struct iovec v = { (void *)buf, n };
+		ssize_t r = rs_tcp_send_call(s, fd, &v, 1, flags);
+		if (r != RS_PASS)
+			return rs_engine_ret(s, RS_C_BYTES_SENT, r);
+	}
 	ssize_t r = REAL(send)(fd, buf, n, flags);
 	rs_count_bytes(s, RS_C_BYTES_SENT, r);
 	return r;
@@ -12,6 +40,17 @@ RS_EXPORT ssize_t send(int fd, const void *buf, size_t n, int flags)
 RS_EXPORT ssize_t sendto(int fd, const void *buf, size_t n, int flags, RS_CSA addr, socklen_t len)
 {
 	struct rs_sock *s = rs_enter_fd(fd, RINGSOCK_FAM_SENDRECV);
+	if (rs_engine_sock(s)) {
+		ssize_t r = RS_PASS;
+		if (RS_SA_PTR(addr) == NULL) {
+			struct iovec v = { (void *)buf, n };
+			r = rs_tcp_send_call(s, fd, &v, 1, flags);
+		} else {
+			rs_tcp_before_kernel(s, fd, -1);
+		}
+		if (r != RS_PASS)
+			return rs_engine_ret(s, RS_C_BYTES_SENT, r);
+	}
 	ssize_t r = REAL(sendto)(fd, buf, n, flags, addr, len);
 	rs_count_bytes(s, RS_C_BYTES_SENT, r);
 	return r;
@@ -20,6 +59,16 @@ RS_EXPORT ssize_t sendto(int fd, const void *buf, size_t n, int flags, RS_CSA ad
 RS_EXPORT ssize_t sendmsg(int fd, const struct msghdr *msg, int flags)
 {
 	struct rs_sock *s = rs_enter_fd(fd, RINGSOCK_FAM_SENDRECV);
+	passing_fds(msg);
+	if (rs_engine_sock(s) && msg) {
+		ssize_t r = RS_PASS;
+		if (!msg->msg_name && !msg->msg_controllen && msg->msg_iovlen <= IOV_MAX)
+			r = rs_tcp_send_call(s, fd, msg->msg_iov, (int)msg->msg_iovlen, flags);
+		else
+			rs_tcp_before_kernel(s, fd, -1);
+		if (r != RS_PASS)
+			return rs_engine_ret(s, RS_C_BYTES_SENT, r);
+	}
 	ssize_t r = REAL(sendmsg)(fd, msg, flags);
 	rs_count_bytes(s, RS_C_BYTES_SENT, r);
 	return r;
@@ -37,6 +86,10 @@ static long mmsg_bytes(const struct mmsghdr *vec, int r)
 RS_EXPORT int sendmmsg(int fd, struct mmsghdr *vec, unsigned int vlen, RS_MMSG_FLAGS flags)
 {
 	struct rs_sock *s = rs_enter_fd(fd, RINGSOCK_FAM_SENDRECV);
+	for (unsigned i = 0; vec && i < vlen; i++)
+		passing_fds(&vec[i].msg_hdr);
+	if (rs_engine_sock(s))
+		rs_tcp_before_kernel(s, fd, -1);
 	int r = REAL(sendmmsg)(fd, vec, vlen, flags);
 	if (s && r > 0)
 		rs_count_bytes(s, RS_C_BYTES_SENT, mmsg_bytes(vec, r));
@@ -46,6 +99,12 @@ RS_EXPORT int sendmmsg(int fd, struct mmsghdr *vec, unsigned int vlen, RS_MMSG_F
 RS_EXPORT ssize_t recv(int fd, void *buf, size_t n, int flags)
 {
 	struct rs_sock *s = rs_enter_fd(fd, RINGSOCK_FAM_SENDRECV);
+	if (rs_engine_sock(s)) {
+		struct iovec v = { buf, n };
+		ssize_t r = rs_tcp_recv_call(s, fd, &v, 1, flags);
+		if (r != RS_PASS)
+			return rs_engine_ret(s, RS_C_BYTES_RECEIVED, r);
+	}
 	ssize_t r = REAL(recv)(fd, buf, n, flags);
 	rs_count_bytes(s, RS_C_BYTES_RECEIVED, r);
 	return r;
@@ -54,6 +113,16 @@ RS_EXPORT ssize_t recv(int fd, void *buf, size_t n, int flags)
 RS_EXPORT ssize_t recvfrom(int fd, void *buf, size_t n, int flags, RS_SA addr, socklen_t *len)
 {
 	struct rs_sock *s = rs_enter_fd(fd, RINGSOCK_FAM_SENDRECV);
+	if (rs_engine_sock(s)) {
+		struct iovec v = { buf, n };
+		ssize_t r = rs_tcp_recv_call(s, fd, &v, 1, flags);
+		if (r != RS_PASS) {
+			/* A stream socket reports no source address. */
+			if (r >= 0 && RS_SA_PTR(addr) && len)
+				*len = 0;
+			return rs_engine_ret(s, RS_C_BYTES_RECEIVED, r);
+		}
+	}
 	ssize_t r = REAL(recvfrom)(fd, buf, n, flags, addr, len);
 	rs_count_bytes(s, RS_C_BYTES_RECEIVED, r);
 	return r;
@@ -62,6 +131,17 @@ RS_EXPORT ssize_t recvfrom(int fd, void *buf, size_t n, int flags, RS_SA addr, s
 RS_EXPORT ssize_t recvmsg(int fd, struct msghdr *msg, int flags)
 {
 	struct rs_sock *s = rs_enter_fd(fd, RINGSOCK_FAM_SENDRECV);
+	if (rs_engine_sock(s) && msg && msg->msg_iovlen <= IOV_MAX && !(flags & MSG_CMSG_CLOEXEC)) {
+		ssize_t r = rs_tcp_recv_call(s, fd, msg->msg_iov, (int)msg->msg_iovlen, flags);
+		if (r != RS_PASS) {
+			if (r >= 0) {
+				msg->msg_namelen = 0;
+				msg->msg_controllen = 0;
+				msg->msg_flags = 0;
+			}
+			return rs_engine_ret(s, RS_C_BYTES_RECEIVED, r);
+		}
+	}
 	ssize_t r = REAL(recvmsg)(fd, msg, flags);
 	rs_count_bytes(s, RS_C_BYTES_RECEIVED, r);
 	return r;
@@ -71,6 +151,8 @@ RS_EXPORT int recvmmsg(int fd, struct mmsghdr *vec, unsigned int vlen, RS_MMSG_F
 		       struct timespec *tmo)
 {
 	struct rs_sock *s = rs_enter_fd(fd, RINGSOCK_FAM_SENDRECV);
+	if (rs_engine_sock(s))
+		rs_tcp_before_kernel(s, fd, RINGSOCK_PT_OPTION);
 	int r = REAL(recvmmsg)(fd, vec, vlen, flags, tmo);
 	if (s && r > 0)
 		rs_count_bytes(s, RS_C_BYTES_RECEIVED, mmsg_bytes(vec, r));
@@ -80,6 +162,8 @@ RS_EXPORT int recvmmsg(int fd, struct mmsghdr *vec, unsigned int vlen, RS_MMSG_F
 RS_EXPORT ssize_t sendfile(int out_fd, int in_fd, off_t *off, size_t n)
 {
 	struct rs_sock *s = rs_enter_fd(out_fd, RINGSOCK_FAM_SENDRECV);
+	if (rs_engine_sock(s))
+		rs_tcp_before_kernel(s, out_fd, -1); /* queued bytes first */
 	ssize_t r = REAL(sendfile)(out_fd, in_fd, off, n);
 	rs_count_bytes(s, RS_C_BYTES_SENT, r);
 	return r;
@@ -89,6 +173,8 @@ RS_EXPORT ssize_t sendfile(int out_fd, int in_fd, off_t *off, size_t n)
 RS_EXPORT ssize_t sendfile64(int out_fd, int in_fd, off64_t *off, size_t n)
 {
 	struct rs_sock *s = rs_enter_fd(out_fd, RINGSOCK_FAM_SENDRECV);
+	if (rs_engine_sock(s))
+		rs_tcp_before_kernel(s, out_fd, -1);
 	ssize_t r = REAL(sendfile64)(out_fd, in_fd, off, n);
 	rs_count_bytes(s, RS_C_BYTES_SENT, r);
 	return r;
@@ -100,6 +186,10 @@ RS_EXPORT ssize_t splice(int fd_in, RS_OFF64 *off_in, int fd_out, RS_OFF64 *off_
 {
 	struct rs_sock *in = rs_enter_fd(fd_in, RINGSOCK_FAM_SENDRECV);
 	struct rs_sock *out = rs_ready() && !rs_rt.passthrough ? rs_fd_peek(fd_out) : NULL;
+	if (rs_engine_sock(in))
+		rs_tcp_before_kernel(in, fd_in, RINGSOCK_PT_OPTION); /* held data first */
+	if (rs_engine_sock(out))
+		rs_tcp_before_kernel(out, fd_out, -1);
 	ssize_t r = REAL(splice)(fd_in, off_in, fd_out, off_out, len, flags);
 	rs_count_bytes(in, RS_C_BYTES_RECEIVED, r);
 	rs_count_bytes(out, RS_C_BYTES_SENT, r);

@@ -13,6 +13,7 @@ RS_EXPORT int socket(int domain, int type, int protocol)
 		if (fd >= 0) {
 			rs_count_domain(domain, 1);
 			rs_new_fd(fd, domain, type & TYPE_MASK, protocol);
+			rs_new_sock_state(fd, !!(type & SOCK_NONBLOCK), RS_CONN_UNKNOWN);
 		}
 	}
 	return fd;

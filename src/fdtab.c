@@ -134,9 +134,13 @@ void rs_sock_put(struct rs_sock *s)
 
 static void slot_replace(atomic_uint *slot, uint32_t v)
 {
+	if (v)
+		atomic_fetch_add(&rec_at(v - 1)->nfds, 1);
 	uint32_t old = atomic_exchange_explicit(slot, v, memory_order_acq_rel);
-	if (old)
+	if (old) {
+		atomic_fetch_sub(&rec_at(old - 1)->nfds, 1);
 		rs_sock_put(rec_at(old - 1));
+	}
 }
 
 int rs_fd_track(int fd, int domain, int type, int protocol)
@@ -152,6 +156,14 @@ int rs_fd_track(int fd, int domain, int type, int protocol)
 	s->type = type;
 	s->protocol = protocol;
 	s->pt_reason = rs_rt.pt_reason;
+	s->nonblock = 0;
+	s->conn_state = RS_CONN_UNKNOWN;
+	s->rcvbuf = s->sndbuf = 0;
+	s->no_engine = 0;
+	s->pt_counted = 0;
+	s->regs = NULL;
+	atomic_store(&s->eng, NULL);
+	atomic_store(&s->nfds, 0);
 	atomic_fetch_add(&s->gen, 1);
 	atomic_store(&s->refs, 1);
 	atomic_fetch_add(&live, 1);

@@ -39,6 +39,16 @@ enum {
 	RS_C_PASSTHROUGH,
 	RS_C_BYTES_SENT = RS_C_PASSTHROUGH + RINGSOCK_PT_COUNT,
 	RS_C_BYTES_RECEIVED,
+	RS_C_RINGS,            /* engine counters: see struct ringsock_stats */
+	RS_C_URING_ENTERS,
+	RS_C_CALLS_NOSYS,
+	RS_C_SENDS_SUBMITTED,
+	RS_C_ENOBUFS,
+	RS_C_THROTTLED,
+	RS_C_RECLAIM_BATCHES,
+	RS_C_RECLAIM_RETURNS,
+	RS_C_FRAG_CHUNKS,
+	RS_C_DETACHED,
 	RS_C_COUNT
 };
 struct rs_tstats;
@@ -60,9 +70,23 @@ struct rs_sock {
 	uint32_t index;         /* position in the record arena (constant) */
 	atomic_uint gen;        /* bumped on every reuse of this record */
 	int domain, type, protocol; /* as created (type without SOCK_* flags) */
-	int pt_reason;          /* enum ringsock_passthrough; set once at creation */
+	int pt_reason;          /* enum ringsock_passthrough */
 	uint32_t next_free;     /* arena free list link (index + 1), 0 = end */
+	atomic_int nfds;        /* descriptors referring to it */
+	/* What the engine needs to know before it arms the socket, kept up to
+	 * date by the trampolines (no system call needed). */
+	int nonblock;           /* O_NONBLOCK on the open description */
+	int conn_state;         /* RS_CONN_* */
+	int rcvbuf, sndbuf;     /* set by the application, 0 if not */
+	uint8_t no_engine;      /* never arm it (pt_reason says why) */
+	uint8_t pt_counted;     /* counted as accelerated or passed through */
+	uint8_t fds_beyond;     /* unused */
+	_Atomic(struct rs_tcp *) eng; /* engine state (engine.h), NULL if none */
+	struct rs_epreg *regs;  /* its epoll registrations (ep.c) */
 };
+enum { RS_CONN_UNKNOWN, RS_CONN_UP, RS_CONN_LISTEN, RS_CONN_CONNECTING };
+struct rs_tcp;
+struct rs_epreg;
 /* Record for fd without taking a reference (NULL when not a tracked
  * socket).  Lock-free: two loads; inline below. */
 static inline struct rs_sock *rs_fd_peek(int fd);
@@ -127,6 +151,8 @@ static inline int rs_ready(void)
 int rs_sock_eligible(int domain, int type, int protocol);
 void rs_count_domain(int domain, uint64_t n);
 void rs_runtime_atfork_child(void);
+void rs_runtime_before_fork(void);
+void rs_runtime_after_fork_parent(void);
 void rs_runtime_before_exec(void);
 void rs_runtime_before_exit(void);
 void rs_stats_setup(void);       /* stats.c: open the report target */

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/socket.h>
 
+#include "engine.h"
 #include "internal.h"
 #include "sys.h"
 
@@ -58,11 +59,13 @@ void rs_runtime_init(char *const *envp, int secure)
 		rs_rt.pt_reason = RINGSOCK_PT_NO_IO_URING;
 	else
 		rs_rt.pt_reason = RINGSOCK_PT_ENGINE_OFF;
+	if (!rs_rt.passthrough && rs_rt.pt_reason == RINGSOCK_PT_ENGINE_OFF)
+		rs_engine_init();
 	rs_stats_setup();
 	rs_info("ringsock %s loaded: %s", RS_VERSION_STRING,
 		rs_rt.passthrough ? "RINGSOCK_DISABLE=1, pure pass-through"
-				  : "TCP/UDP sockets tracked; the io_uring engine is not switched on "
-				    "in this release, so every call reaches the kernel");
+		: rs_engine_on ? "TCP sockets served by the io_uring engine"
+			       : "TCP/UDP sockets tracked; the io_uring engine is off, every call reaches the kernel");
 	atomic_store_explicit(&rs_rt.state, RS_ST_READY, memory_order_release);
 }
 
@@ -89,19 +92,42 @@ void rs_count_domain(int domain, uint64_t n)
 	rs_stat_add(RS_C_SOCKETS_CREATED + d, n);
 }
 
+void rs_runtime_before_fork(void)
+{
+	rs_engine_before_fork();
+	if (rs_engine_on)
+		rs_engine_fork_prepare_detached();
+}
+
+void rs_runtime_after_fork_parent(void)
+{
+	if (rs_engine_on)
+		rs_engine_fork_release_detached(0);
+	rs_engine_after_fork_parent();
+}
+
 void rs_runtime_atfork_child(void)
 {
 	if (!rs_ready())
 		return;
 	rs_rt.pid = rs_sys_getpid();
+	if (!rs_rt.passthrough && rs_engine_on) {
+		rs_engine_fork_release_detached(1);
+		rs_engine_after_fork_child();
+	}
 	rs_stats_atfork_child();
 	rs_stats_setup_child();
 }
 
 void rs_runtime_before_exec(void)
 {
-	/* Nothing is queued while the engine is off.  The engine's hook goes
-	 * here: flush queued sends before the image is replaced. */
+	if (!rs_ready() || rs_rt.passthrough)
+		return;
+	/* A vfork child shares our memory: the parent flushed already. */
+	if (rs_sys_getpid() != rs_rt.pid)
+		return;
+	/* Accepted bytes reach the kernel before the image is replaced. */
+	rs_engine_flush_all();
 }
 
 void rs_runtime_before_exit(void)
@@ -111,5 +137,7 @@ void rs_runtime_before_exit(void)
 	/* A vfork child shares our memory: it must not report or flush. */
 	if (rs_sys_getpid() != rs_rt.pid)
 		return;
+	if (!rs_rt.passthrough)
+		rs_engine_flush_all();
 	rs_stats_report_at_exit();
 }

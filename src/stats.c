@@ -117,7 +117,8 @@ static const char *const fam_names[RINGSOCK_FAM_COUNT] = {
 };
 static const char *const dom_names[RINGSOCK_DOM_COUNT] = { "inet", "inet6", "unix", "other" };
 static const char *const pt_names[RINGSOCK_PT_COUNT] = {
-	"engine_off", "disabled", "no_io_uring", "table_full",
+	"engine_off", "disabled", "no_io_uring", "table_full", "udp", "listener",
+	"thread", "dup", "fork", "option", "epoll",
 };
 
 int rs_stats_format(char *buf, size_t len)
@@ -143,6 +144,14 @@ int rs_stats_format(char *buf, size_t len)
 		OUT(" %s=%llu", pt_names[i], (unsigned long long)c[RS_C_PASSTHROUGH + i]);
 	OUT("\nringsock[%d]: bytes sent=%llu received=%llu\n", pid,
 	    (unsigned long long)c[RS_C_BYTES_SENT], (unsigned long long)c[RS_C_BYTES_RECEIVED]);
+	OUT("ringsock[%d]: engine rings=%llu uring_enters=%llu calls_nosys=%llu sends_submitted=%llu "
+	    "enobufs=%llu throttled=%llu reclaim_batches=%llu reclaim_returns=%llu frag_chunks=%llu "
+	    "detached=%llu\n", pid,
+	    (unsigned long long)c[RS_C_RINGS], (unsigned long long)c[RS_C_URING_ENTERS],
+	    (unsigned long long)c[RS_C_CALLS_NOSYS], (unsigned long long)c[RS_C_SENDS_SUBMITTED],
+	    (unsigned long long)c[RS_C_ENOBUFS], (unsigned long long)c[RS_C_THROTTLED],
+	    (unsigned long long)c[RS_C_RECLAIM_BATCHES], (unsigned long long)c[RS_C_RECLAIM_RETURNS],
+	    (unsigned long long)c[RS_C_FRAG_CHUNKS], (unsigned long long)c[RS_C_DETACHED]);
 	OUT("ringsock[%d]: calls.socket", pid);
 	for (int i = 0; i < RINGSOCK_FAM_COUNT; i++)
 		OUT(" %s=%llu", fam_names[i], (unsigned long long)c[RS_C_CALLS_SOCKET + i]);
@@ -254,7 +263,7 @@ __attribute__((visibility("default"))) int ringsock_stats_snapshot(struct ringso
 	size_t n = out->size - hdr;
 	if (n > sizeof(c))
 		n = sizeof(c);
-	out->version = 1;
+	out->version = 2;
 	memcpy((char *)out + hdr, c, n & ~(sizeof(uint64_t) - 1));
 	return 0;
 }

@@ -1,0 +1,94 @@
+/* bufring.c - the thread's provided-buffer ring and coalesced reclaim.
+ *
+ * Multishot receives on this thread's ring pick buffers from one ring of
+ * RINGSOCK_BUF_COUNT buffers of RINGSOCK_BUF_SIZE bytes.  A buffer stays
+ * with the socket's receive queue until the application has read all of
+ * it; then it is added back to the ring, and the tail is advanced once
+ * per RINGSOCK_RECLAIM_BATCH buffers (or before the ring next enters the
+ * kernel, whichever comes first).  RINGSOCK_RECLAIM=per-op advances the
+ * tail for every buffer, to measure what coalescing buys.
+ */
+#include <errno.h>
+#include <sys/mman.h>
+
+#include "engine.h"
+
+static unsigned pow2(unsigned v)
+{
+	unsigned p = 1;
+	while (p < v)
+		p <<= 1;
+	return p;
+}
+
+int rs_bufring_setup(struct rs_ring *r)
+{
+	struct rs_bufring *b = &r->buf;
+	b->count = pow2((unsigned)rs_rt.cfg.v[RS_K_BUF_COUNT]);
+	if (b->count > 32768)
+		b->count = 32768;
+	b->mask = b->count - 1;
+	b->size = (uint32_t)rs_rt.cfg.v[RS_K_BUF_SIZE];
+	b->bgid = 0;
+	size_t ring_len = (size_t)b->count * sizeof(struct io_uring_buf);
+	ring_len = (ring_len + 4095) & ~(size_t)4095;
+	b->map_len = ring_len + (size_t)b->count * b->size;
+	void *m = mmap(NULL, b->map_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (m == MAP_FAILED)
+		return -ENOMEM;
+	/* A fork child never uses this thread's buffers: held data is copied
+	 * out before fork (tcp.c). */
+	madvise(m, b->map_len, MADV_DONTFORK);
+	b->br = m;
+	b->mem = (char *)m + ring_len;
+	struct io_uring_buf_reg reg = {
+		.ring_addr = (uint64_t)(uintptr_t)b->br,
+		.ring_entries = b->count,
+		.bgid = b->bgid,
+	};
+	int e = io_uring_register_buf_ring(&r->ring, &reg, 0);
+	if (e < 0) {
+		munmap(m, b->map_len);
+		b->br = NULL;
+		return e;
+	}
+	io_uring_buf_ring_init(b->br);
+	for (unsigned i = 0; i < b->count; i++)
+		io_uring_buf_ring_add(b->br, rs_buf_addr(b, i), b->size, (unsigned short)i, b->mask, (int)i);
+	io_uring_buf_ring_advance(b->br, (int)b->count);
+	b->pending = 0;
+	b->held = 0;
+	return 0;
+}
+
+void rs_bufring_destroy(struct rs_ring *r)
+{
+	struct rs_bufring *b = &r->buf;
+	if (!b->br)
+		return;
+	io_uring_unregister_buf_ring(&r->ring, b->bgid);
+	munmap(b->br, b->map_len);
+	b->br = NULL;
+}
+
+void rs_buf_flush(struct rs_ring *r)
+{
+	struct rs_bufring *b = &r->buf;
+	if (!b->pending)
+		return;
+	io_uring_buf_ring_advance(b->br, (int)b->pending);
+	b->pending = 0;
+	rs_stat_add(RS_C_RECLAIM_BATCHES, 1);
+}
+
+void rs_buf_release(struct rs_ring *r, unsigned bid)
+{
+	struct rs_bufring *b = &r->buf;
+	io_uring_buf_ring_add(b->br, rs_buf_addr(b, bid), b->size, (unsigned short)bid, b->mask,
+			      (int)b->pending);
+	b->pending++;
+	b->held--;
+	if (rs_rt.cfg.v[RS_K_RECLAIM] == 1 /* per-op */ ||
+	    b->pending >= (unsigned)rs_rt.cfg.v[RS_K_RECLAIM_BATCH])
+		rs_buf_flush(r);
+}

@@ -1,0 +1,286 @@
+/* engine.h - the io_uring engine's private interface.
+ *
+ * Where things live:
+ *   ring.c     per-thread io_uring: creation, the ring lock, submit, reap,
+ *              completion dispatch, progress at wait points, thread exit
+ *   bufring.c  the thread's provided-buffer ring (receive buffers) and
+ *              coalesced reclaim of consumed buffers
+ *   frag.c     the thread's send frag pool (32 KiB or 4 KiB chunks carved
+ *              into slices) and returning free chunks to the OS
+ *   tcp.c      stream sockets on the engine: arming, receive queue and the
+ *              recv family, send queue and the send family, close,
+ *              shutdown, detaching to pass-through, fork/exec/exit
+ *   ep.c       epoll over engine and kernel fds (registrations, ready
+ *              lists, the wait itself)
+ *   wait.c     poll/ppoll/select/pselect over engine and kernel fds
+ *
+ * Ownership (see ringsock(7), IMPLEMENTATION):
+ *   - A socket is armed on the ring of the thread that first needs it
+ *     (epoll_ctl, a receive, a send); that thread owns it.
+ *   - All of an owned socket's engine state is guarded by its owner ring's
+ *     lock.  The owner holds the lock only while running engine code and
+ *     never while blocked for the application, so another thread always
+ *     gets it in bounded time.
+ *   - The ring uses DEFER_TASKRUN: nothing completes while its owner is
+ *     outside io_uring_enter.  So a thread holding the lock sees a frozen
+ *     ring: every completion is already in the CQ or not yet started.
+ *   - A socket used by a thread other than its owner is detached: the
+ *     other thread (holding the owner's lock) reaps the owner's CQ, writes
+ *     out unsubmitted sends itself, and from then on the socket is served
+ *     from its leftover receive queue and then the kernel.  The owner
+ *     cancels the multishot receive the next time it runs engine code.
+ */
+#ifndef RS_ENGINE_H
+#define RS_ENGINE_H
+
+#include <liburing.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/epoll.h>
+#include <sys/uio.h>
+
+#include "internal.h"
+
+/* Newer than Debian 12's headers. */
+#ifndef IORING_SETUP_DEFER_TASKRUN
+#define IORING_SETUP_DEFER_TASKRUN (1U << 13)
+#endif
+#ifndef IORING_SETUP_SINGLE_ISSUER
+#define IORING_SETUP_SINGLE_ISSUER (1U << 12)
+#endif
+
+struct rs_ring;
+struct rs_tcp;
+struct rs_ep;
+
+/* ---- frag.c: send memory ------------------------------------------------ */
+struct rs_chunk {
+	struct rs_chunk *next;  /* free list */
+	uint32_t size, used;
+	uint32_t refs;          /* slices alive + 1 while it is the current chunk */
+	char data[];
+};
+struct rs_frag_pool {
+	struct rs_chunk *cur;
+	struct rs_chunk *free;
+	size_t free_bytes;
+	size_t live_chunks;
+	uint32_t chunk_size;
+};
+/* Carve len bytes (len <= chunk size) from the pool; *chunk gets the
+ * chunk to release.  NULL when out of memory. */
+char *rs_frag_alloc(struct rs_frag_pool *p, uint32_t len, struct rs_chunk **chunk);
+void rs_frag_release(struct rs_frag_pool *p, struct rs_chunk *c);
+void rs_frag_pool_destroy(struct rs_frag_pool *p);
+
+/* ---- bufring.c: receive buffers ---------------------------------------- */
+struct rs_bufring {
+	struct io_uring_buf_ring *br;
+	char *mem;
+	unsigned count, mask;
+	uint32_t size;
+	unsigned short bgid;
+	unsigned pending;       /* added to the ring, tail not advanced yet */
+	unsigned held;          /* buffers handed out and not returned */
+	size_t map_len;
+};
+int rs_bufring_setup(struct rs_ring *r);
+void rs_bufring_destroy(struct rs_ring *r);
+static inline char *rs_buf_addr(struct rs_bufring *b, unsigned bid)
+{
+	return b->mem + (size_t)bid * b->size;
+}
+/* A consumed buffer goes back; it reaches the kernel with the batch. */
+void rs_buf_release(struct rs_ring *r, unsigned bid);
+void rs_buf_flush(struct rs_ring *r); /* advance the tail for the batch */
+
+/* ---- ring.c ------------------------------------------------------------- */
+struct rs_ring {
+	struct io_uring ring;
+	pthread_mutex_t lock;
+	int tid;
+	int evfd;               /* eventfd signalled by the ring, for waiters */
+	int dead;               /* owner thread exited */
+	int in_engine;          /* owner holds the lock (recursion guard) */
+	struct rs_bufring buf;
+	struct rs_frag_pool frag;
+	struct rs_tcp *owned;   /* sockets armed here (doubly linked) */
+	struct rs_tcp *txq;     /* sockets with sends to submit */
+	struct rs_tcp *rearm;   /* sockets whose multishot receive must restart */
+	struct rs_tcp *detach;  /* sockets other threads detached */
+	unsigned nr_tx_sqes;    /* sends prepared since the last submit */
+	unsigned send_batch;
+	uint64_t enters;
+	struct rs_ring *all_next; /* process-wide list (fork, exit) */
+};
+
+/* This thread's ring, created on first use; NULL if the engine is off or
+ * the ring cannot be created (the reason is recorded once). */
+struct rs_ring *rs_ring_get(void);
+extern RS_TLS struct rs_ring *rs_ring_tls;
+extern int rs_engine_on;        /* the engine may arm sockets */
+void rs_engine_init(void);      /* from rs_runtime_init */
+void rs_ring_lock(struct rs_ring *r);
+void rs_ring_unlock(struct rs_ring *r);
+struct io_uring_sqe *rs_ring_sqe(struct rs_ring *r); /* submits when full */
+/* Submit what is queued (sends, rearms, detaches) and run completions
+ * without blocking; returns the number of completions handled. */
+int rs_ring_progress(struct rs_ring *r);
+/* Like progress, then wait until cond(arg) or no more can happen soon
+ * (timeout_ms < 0: no limit).  Returns 0, -ETIME or -EINTR. */
+int rs_ring_wait(struct rs_ring *r, int (*cond)(void *), void *arg, int timeout_ms);
+/* Dispatch what is already in the CQ (no syscall): any thread holding the
+ * ring's lock may call it. */
+int rs_ring_reap(struct rs_ring *r);
+/* Does the owner need to enter the kernel to make progress? */
+int rs_ring_has_work(struct rs_ring *r);
+/* Mask or unmask the ring's eventfd around engine code. */
+void rs_ring_evfd_quiet(struct rs_ring *r, int quiet);
+void rs_engine_thread_exit(void *ring);
+void rs_engine_before_fork(void);
+void rs_engine_after_fork_parent(void);
+void rs_engine_after_fork_child(void);
+void rs_engine_flush_all(void); /* exec and exit: queued sends reach the kernel */
+
+/* user_data: pointer | op (low 3 bits). */
+enum { RS_UD_RECV = 1, RS_UD_SEND = 2, RS_UD_CANCEL = 3, RS_UD_IGNORE = 4 };
+#define RS_UD(p, op) ((uint64_t)(uintptr_t)(p) | (op))
+#define RS_UD_PTR(ud) ((void *)(uintptr_t)((ud) & ~7ull))
+#define RS_UD_OP(ud) ((int)((ud) & 7))
+
+/* ---- tcp.c -------------------------------------------------------------- */
+enum rs_tcp_mode {
+	RS_TM_ARMED,     /* served by the owner's ring */
+	RS_TM_DETACHING, /* detached, owner still has the receive armed */
+	RS_TM_DETACHED,  /* leftover receive data, then the kernel */
+};
+
+struct rs_rxseg { char *data; uint32_t len, off; int32_t bid; /* -1: heap */ };
+struct rs_txseg { char *data; uint32_t len; struct rs_chunk *chunk; };
+
+/* Leftover receive data shared across fork (MAP_SHARED, process-shared). */
+struct rs_shared_rx {
+	atomic_int lock;
+	uint32_t len, off;
+	char data[];
+};
+
+#define RS_TX_IOV 16
+#define RS_LINEAR 256
+
+struct rs_tcp {
+	struct rs_sock *sock;    /* the record (one reference held) */
+	int fd;                  /* the one descriptor (dups detach) */
+	int mode;                /* enum rs_tcp_mode */
+	struct rs_ring *owner;   /* NULL once detached and the receive is gone */
+	pthread_mutex_t mu;      /* guards the state once owner is NULL */
+	struct rs_tcp *prev, *next; /* owner->owned */
+	struct rs_tcp *all_prev, *all_next; /* every engine socket (fork) */
+	uint8_t passive;          /* detached and drained: pure pass-through */
+	struct rs_tcp *txq_next;
+	struct rs_tcp *rearm_next;
+	struct rs_tcp *detach_next;
+	uint8_t on_txq, on_rearm, on_detach;
+	uint8_t recv_armed;       /* a multishot receive is in flight */
+	uint8_t recv_cancel;      /* its cancel has been submitted */
+	uint8_t throttled;        /* stopped pulling: over the per-socket bound */
+	uint8_t send_inflight;    /* one send in flight at a time */
+	uint8_t send_async;       /* it went to io-wq (the kernel buffer was full) */
+	uint8_t closing;          /* fd closed; freed when nothing is in flight */
+	uint8_t rx_eof;
+	uint8_t shut_wr;          /* shutdown(SHUT_WR) done */
+	uint8_t shut_rd;
+	uint8_t epipe_pending;    /* the peer closed: next send gets EPIPE */
+	int rx_err;               /* error to report after queued data */
+	int tx_err;               /* asynchronous send error to report */
+	/* receive queue: circular array */
+	struct rs_rxseg *rx;
+	uint32_t rx_cap, rx_head, rx_cnt;
+	size_t rx_bytes;          /* bytes queued */
+	size_t rx_limit;          /* bound on engine-held data */
+	unsigned rx_bufs;         /* ring buffers held */
+	struct rs_shared_rx *leftover; /* after fork */
+	size_t leftover_map;
+	/* send queue */
+	struct rs_txseg *tx;
+	uint32_t tx_cap, tx_head, tx_cnt;
+	size_t tx_bytes;          /* accepted, not yet completed */
+	size_t tx_limit;
+	uint32_t inflight_segs;   /* segments covered by the send in flight */
+	size_t inflight_bytes;
+	struct iovec iov[RS_TX_IOV];
+	struct msghdr msg;
+	char linear[RS_LINEAR];   /* LINEAR_FIRST: first small send */
+	uint8_t linear_used;
+	/* epoll registrations (ep.c) */
+	struct rs_epreg *regs;
+	unsigned ops_inflight;    /* CQEs still expected (recv + send + cancel) */
+};
+
+/* The socket's engine state with its lock held (release with
+ * rs_tcp_unlock), arming it on this thread's ring first if arm is set and
+ * it can be; NULL: pass-through.  A socket owned by another thread is
+ * detached on the way. */
+struct rs_tcp *rs_tcp_enter(struct rs_sock *s, int fd, int arm);
+
+/* Whole calls for the preload layer: -errno, bytes, or RS_PASS when the
+ * caller must make the ordinary call itself. */
+#define RS_PASS (-100000L)
+ssize_t rs_tcp_recv_call(struct rs_sock *s, int fd, const struct iovec *iov, int n, int flags);
+ssize_t rs_tcp_send_call(struct rs_sock *s, int fd, const struct iovec *iov, int n, int flags);
+/* Before a call that goes to the kernel on an engine socket (setsockopt,
+ * ioctl, getsockopt, fcntl, shutdown, sendmsg with ancillary data...):
+ * accepted bytes reach the kernel first; detach when the call changes
+ * something the engine emulates (reason >= 0). */
+void rs_tcp_before_kernel(struct rs_sock *s, int fd, int detach_reason);
+void rs_tcp_sync_tx(struct rs_tcp *t);
+void rs_engine_fork_prepare_detached(void);
+void rs_engine_fork_release_detached(int child);
+void rs_tcp_unlock(struct rs_tcp *t);
+
+/* The recv family: -errno or bytes.  flags are MSG_* flags. */
+ssize_t rs_tcp_recv(struct rs_tcp *t, const struct iovec *iov, int iovcnt, int flags);
+/* The send family; nosig: MSG_NOSIGNAL given. */
+ssize_t rs_tcp_send(struct rs_tcp *t, const struct iovec *iov, int iovcnt, int flags);
+int rs_tcp_close(struct rs_sock *s, int fd);    /* before the real close */
+int rs_tcp_shutdown(struct rs_tcp *t, int how);
+int rs_tcp_fionread(struct rs_tcp *t, int *out);
+int rs_tcp_so_error(struct rs_tcp *t);           /* pending error, 0 if none */
+void rs_tcp_detach_self(struct rs_tcp *t, int reason); /* owner-side, synchronous */
+void rs_tcp_passthrough(struct rs_sock *s, int reason); /* never arm it (not yet armed) */
+int rs_tcp_passive(struct rs_tcp *t);
+unsigned rs_tcp_readiness(struct rs_tcp *t);   /* EPOLL* bits */
+/* Completion of an op for t (ring.c calls it, owner lock held). */
+void rs_tcp_complete(struct rs_ring *r, struct rs_tcp *t, int op, struct io_uring_cqe *cqe);
+void rs_tcp_submit_tx(struct rs_ring *r, struct rs_tcp *t);
+void rs_tcp_submit_recv(struct rs_ring *r, struct rs_tcp *t);
+void rs_tcp_process_detach(struct rs_ring *r, struct rs_tcp *t);
+void rs_tcp_ring_gone(struct rs_ring *r, struct rs_tcp *t); /* thread exit */
+void rs_tcp_state_changed(struct rs_tcp *t); /* tell epoll */
+void rs_tcp_fork_prepare(struct rs_tcp *t);
+void rs_tcp_fork_child(struct rs_tcp *t);
+size_t rs_tcp_flush_direct(struct rs_tcp *t); /* write queued sends with syscalls */
+
+/* ---- ep.c --------------------------------------------------------------- */
+struct rs_epreg;
+int rs_ep_ctl(int epfd, int op, int fd, struct epoll_event *ev);
+int rs_ep_wait(int epfd, struct epoll_event *evs, int max, int timeout_ms,
+	       const sigset_t *ss, const struct timespec *tmo);
+int rs_ep_known(int epfd); /* has engine state */
+void rs_ep_close(int epfd);
+void rs_ep_sock_changed(struct rs_tcp *t); /* readiness may have changed */
+void rs_ep_sock_armed(struct rs_tcp *t);   /* registrations to engine mode */
+void rs_ep_sock_detached(struct rs_tcp *t);
+void rs_ep_sock_gone(struct rs_tcp *t);
+void rs_ep_demote_nested(int epfd);       /* epfd watched from outside */
+void rs_ep_forget_sock(struct rs_sock *s);
+void rs_engine_before_close(struct rs_sock *s, int fd);
+
+/* ---- wait.c -------------------------------------------------------------- */
+struct pollfd;
+int rs_wait_poll(struct pollfd *fds, unsigned long n, int timeout_ms, const struct timespec *tmo,
+		 const sigset_t *ss, int *handled);
+
+/* ---- counters (stats.c) -------------------------------------------------- */
+
+#endif

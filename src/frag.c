@@ -1,0 +1,110 @@
+/* frag.c - per-thread send frag pool.
+ *
+ * Like the kernel's per-task page_frag: a send copies the application's
+ * bytes into a slice carved from the thread's current chunk (32 KiB, or
+ * 4 KiB with RINGSOCK_HIGH_ORDER_ALLOC_DISABLE=1).  A chunk is reused in
+ * place once every slice carved from it has been sent.  Chunks that fall
+ * free go to a free list; memory goes back to the operating system only
+ * when the free list is above RINGSOCK_RECLAIM_THRESHOLD, and then
+ * RINGSOCK_RECLAIM_CHUNK bytes at a time (hysteresis, not per operation).
+ * The pool belongs to one ring and is used under its lock.
+ */
+#include <stdlib.h>
+
+#include "engine.h"
+
+static void pool_trim(struct rs_frag_pool *p)
+{
+	size_t threshold = (size_t)rs_rt.cfg.v[RS_K_RECLAIM_THRESHOLD];
+	if (p->free_bytes <= threshold)
+		return;
+	size_t target = (size_t)rs_rt.cfg.v[RS_K_RECLAIM_CHUNK];
+	size_t freed = 0;
+	while (p->free && freed < target) {
+		struct rs_chunk *c = p->free;
+		p->free = c->next;
+		p->free_bytes -= c->size;
+		freed += c->size;
+		p->live_chunks--;
+		free(c);
+	}
+	rs_stat_add(RS_C_RECLAIM_RETURNS, 1);
+}
+
+static struct rs_chunk *chunk_new(struct rs_frag_pool *p, uint32_t size)
+{
+	struct rs_chunk *c;
+	if (size == p->chunk_size && p->free) {
+		c = p->free;
+		p->free = c->next;
+		p->free_bytes -= c->size;
+	} else {
+		c = malloc(sizeof(*c) + size);
+		if (!c)
+			return NULL;
+		c->size = size;
+		p->live_chunks++;
+		rs_stat_add(RS_C_FRAG_CHUNKS, 1);
+	}
+	c->next = NULL;
+	c->used = 0;
+	c->refs = 0;
+	return c;
+}
+
+char *rs_frag_alloc(struct rs_frag_pool *p, uint32_t len, struct rs_chunk **chunk)
+{
+	struct rs_chunk *c = p->cur;
+	if (!c || c->size - c->used < len) {
+		if (c && --c->refs == 0) {
+			/* No slice of the old current chunk is alive. */
+			c->next = p->free;
+			p->free = c;
+			p->free_bytes += c->size;
+		}
+		c = chunk_new(p, p->chunk_size);
+		if (!c) {
+			p->cur = NULL;
+			return NULL;
+		}
+		c->refs = 1; /* the pool's reference while it is current */
+		p->cur = c;
+	}
+	char *ptr = c->data + c->used;
+	c->used += (len + 15) & ~15u;
+	if (c->used > c->size)
+		c->used = c->size;
+	c->refs++;
+	*chunk = c;
+	return ptr;
+}
+
+void rs_frag_release(struct rs_frag_pool *p, struct rs_chunk *c)
+{
+	if (--c->refs > 0) {
+		if (c == p->cur && c->refs == 1)
+			c->used = 0; /* every slice is back: reuse in place */
+		return;
+	}
+	/* Not current (the pool holds a reference on the current one). */
+	c->next = p->free;
+	p->free = c;
+	p->free_bytes += c->size;
+	pool_trim(p);
+}
+
+void rs_frag_pool_destroy(struct rs_frag_pool *p)
+{
+	if (p->cur && --p->cur->refs == 0) {
+		p->cur->next = p->free;
+		p->free = p->cur;
+	}
+	p->cur = NULL;
+	while (p->free) {
+		struct rs_chunk *c = p->free;
+		p->free = c->next;
+		p->live_chunks--;
+		free(c);
+	}
+	p->free_bytes = 0;
+}

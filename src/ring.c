@@ -1,0 +1,416 @@
+/* ring.c - per-thread io_uring: creation, locking, submission, completion
+ * dispatch, progress at wait points, thread exit, fork.
+ *
+ * Each thread that serves a socket gets one ring, created on first use,
+ * with SINGLE_ISSUER | DEFER_TASKRUN: completions are produced only while
+ * the owning thread is inside io_uring_enter, so the owner batches them
+ * and any thread holding the ring's lock sees a frozen ring.  The ring's
+ * eventfd wakes an external wait (the application's epoll set, a poll)
+ * when work arrives; it is muted while engine code runs, so the engine's
+ * own submissions do not wake anyone.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <time.h>
+
+#include "engine.h"
+#include "sys.h"
+
+int rs_engine_on;
+RS_TLS struct rs_ring *rs_ring_tls;
+static RS_TLS int ring_failed;
+static pthread_key_t exit_key;
+static pthread_mutex_t all_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct rs_ring *all_rings;
+
+void rs_engine_init(void)
+{
+	unsigned off = (unsigned)rs_rt.cfg.v[RS_K_FEATURES_DISABLE];
+	const unsigned needed = RS_FEAT_IO_URING | RS_FEAT_MSHOT_RECV | RS_FEAT_BUF_RING |
+				RS_FEAT_SINGLE_ISSUER | RS_FEAT_DEFER_TASKRUN;
+	if (off & needed) {
+		rs_rt.pt_reason = RINGSOCK_PT_NO_IO_URING;
+		rs_info("engine off: RINGSOCK_FEATURES_DISABLE removes a feature it needs");
+		return;
+	}
+	long setup = rs_rt.cfg.v[RS_K_SETUP];
+	if (setup == 2 || setup == 3) { /* coop, plain */
+		rs_rt.pt_reason = RINGSOCK_PT_NO_IO_URING;
+		rs_info("engine off: RINGSOCK_SETUP=%s (the engine needs DEFER_TASKRUN)",
+			setup == 2 ? "coop" : "plain");
+		return;
+	}
+	if (pthread_key_create(&exit_key, rs_engine_thread_exit) != 0)
+		return;
+	rs_engine_on = 1;
+}
+
+static void ring_note_failure(int e)
+{
+	static atomic_int said;
+	if (!atomic_exchange(&said, 1))
+		rs_info("engine off for this thread: io_uring ring setup failed: %s", strerror(-e));
+}
+
+static int ring_create(struct rs_ring *r)
+{
+	struct io_uring_params p;
+	memset(&p, 0, sizeof(p));
+	p.flags = IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN |
+		  IORING_SETUP_TASKRUN_FLAG | IORING_SETUP_SUBMIT_ALL | IORING_SETUP_CQSIZE;
+	unsigned entries = (unsigned)rs_rt.cfg.v[RS_K_RING_ENTRIES];
+	p.cq_entries = entries * 8;
+	int e = io_uring_queue_init_params(entries, &r->ring, &p);
+	if (e < 0)
+		return e;
+	/* Ring memory is not inherited by fork children. */
+	madvise(r->ring.sq.ring_ptr, r->ring.sq.ring_sz, MADV_DONTFORK);
+	if (r->ring.cq.ring_ptr != r->ring.sq.ring_ptr)
+		madvise(r->ring.cq.ring_ptr, r->ring.cq.ring_sz, MADV_DONTFORK);
+	madvise(r->ring.sq.sqes, r->ring.sq.ring_entries * sizeof(struct io_uring_sqe), MADV_DONTFORK);
+	io_uring_register_ring_fd(&r->ring);
+	e = rs_fdguard_adopt(r->ring.ring_fd, &r->ring.ring_fd);
+	if (e < 0)
+		goto fail_ring;
+	e = rs_bufring_setup(r);
+	if (e < 0)
+		goto fail_ring;
+	long efd = rs_syscall(SYS_eventfd2, 0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (efd < 0) {
+		e = (int)efd;
+		goto fail_buf;
+	}
+	r->evfd = (int)efd;
+	e = rs_fdguard_adopt(r->evfd, &r->evfd);
+	if (e < 0) {
+		rs_sys_close(r->evfd);
+		goto fail_buf;
+	}
+	e = io_uring_register_eventfd(&r->ring, r->evfd);
+	if (e < 0)
+		goto fail_evfd;
+	io_uring_cq_eventfd_toggle(&r->ring, false);
+	return 0;
+fail_evfd:
+	rs_fdguard_release(r->evfd);
+fail_buf:
+	rs_bufring_destroy(r);
+fail_ring:
+	rs_fdguard_release(r->ring.ring_fd);
+	r->ring.ring_fd = -1;
+	io_uring_queue_exit(&r->ring);
+	return e;
+}
+
+struct rs_ring *rs_ring_get(void)
+{
+	struct rs_ring *r = rs_ring_tls;
+	if (rs_likely(r != NULL))
+		return r;
+	if (!rs_engine_on || ring_failed)
+		return NULL;
+	/* Reuse the record of a thread that has exited (rings are type-stable:
+	 * other threads may still look at a dead one). */
+	pthread_mutex_lock(&all_lock);
+	for (r = all_rings; r && !r->dead; r = r->all_next)
+		;
+	if (r)
+		r->dead = 0; /* claimed */
+	pthread_mutex_unlock(&all_lock);
+	int fresh = r == NULL;
+	if (fresh) {
+		r = calloc(1, sizeof(*r));
+		if (!r) {
+			ring_failed = 1;
+			return NULL;
+		}
+		pthread_mutex_init(&r->lock, NULL);
+	}
+	struct rs_ring *keep_next = r->all_next;
+	pthread_mutex_t keep_lock = r->lock;
+	memset(r, 0, sizeof(*r));
+	r->lock = keep_lock;
+	r->all_next = keep_next;
+	int e = ring_create(r);
+	if (e < 0) {
+		ring_failed = 1;
+		ring_note_failure(e);
+		if (fresh) {
+			free(r);
+		} else {
+			r->dead = 1;
+		}
+		return NULL;
+	}
+	r->tid = (int)rs_syscall(SYS_gettid, 0);
+	r->frag.chunk_size = rs_rt.cfg.v[RS_K_HIGH_ORDER_ALLOC_DISABLE] ? 4096 : 32768;
+	r->send_batch = (unsigned)rs_rt.cfg.v[RS_K_SEND_BATCH];
+	if (fresh) {
+		pthread_mutex_lock(&all_lock);
+		r->all_next = all_rings;
+		all_rings = r;
+		pthread_mutex_unlock(&all_lock);
+	}
+	rs_ring_tls = r;
+	pthread_setspecific(exit_key, r);
+	rs_stat_add(RS_C_RINGS, 1);
+	return r;
+}
+
+void rs_ring_lock(struct rs_ring *r)
+{
+	pthread_mutex_lock(&r->lock);
+}
+
+void rs_ring_unlock(struct rs_ring *r)
+{
+	pthread_mutex_unlock(&r->lock);
+}
+
+static int ring_enter(struct rs_ring *r, unsigned wait_nr, struct __kernel_timespec *ts,
+		      const sigset_t *ss)
+{
+	struct io_uring_cqe *cqe;
+	int e;
+	rs_stat_add(RS_C_URING_ENTERS, 1);
+	if (wait_nr == 0)
+		e = io_uring_submit_and_get_events(&r->ring);
+	else
+		e = io_uring_submit_and_wait_timeout(&r->ring, &cqe, wait_nr, ts, (sigset_t *)ss);
+	return e;
+}
+
+struct io_uring_sqe *rs_ring_sqe(struct rs_ring *r)
+{
+	struct io_uring_sqe *sqe = io_uring_get_sqe(&r->ring);
+	if (rs_unlikely(!sqe)) {
+		rs_buf_flush(r);
+		ring_enter(r, 0, NULL, NULL);
+		rs_ring_reap(r);
+		sqe = io_uring_get_sqe(&r->ring);
+	}
+	return sqe;
+}
+
+int rs_ring_reap(struct rs_ring *r)
+{
+	struct io_uring_cqe *cqes[64];
+	int total = 0;
+	for (;;) {
+		unsigned n = io_uring_peek_batch_cqe(&r->ring, cqes, 64);
+		if (!n)
+			break;
+		for (unsigned i = 0; i < n; i++) {
+			struct io_uring_cqe *c = cqes[i];
+			void *p = RS_UD_PTR(c->user_data);
+			int op = RS_UD_OP(c->user_data);
+			if (p && op != RS_UD_IGNORE)
+				rs_tcp_complete(r, p, op, c);
+		}
+		io_uring_cq_advance(&r->ring, n);
+		total += (int)n;
+	}
+	return total;
+}
+
+int rs_ring_has_work(struct rs_ring *r)
+{
+	unsigned flags = IO_URING_READ_ONCE(*r->ring.sq.kflags);
+	return (flags & (IORING_SQ_TASKRUN | IORING_SQ_CQ_OVERFLOW)) || io_uring_cq_ready(&r->ring) ||
+	       io_uring_sq_ready(&r->ring) || r->txq || r->detach || r->buf.pending;
+}
+
+/* Turn queued intentions into SQEs. */
+static void ring_prepare(struct rs_ring *r)
+{
+	while (r->detach) {
+		struct rs_tcp *t = r->detach;
+		r->detach = t->detach_next;
+		t->on_detach = 0;
+		rs_tcp_process_detach(r, t);
+	}
+	while (r->txq) {
+		struct rs_tcp *t = r->txq;
+		r->txq = t->txq_next;
+		t->on_txq = 0;
+		rs_tcp_submit_tx(r, t);
+	}
+	if (r->rearm && r->buf.held < r->buf.count) {
+		struct rs_tcp *list = r->rearm;
+		r->rearm = NULL;
+		while (list) {
+			struct rs_tcp *t = list;
+			list = t->rearm_next;
+			t->on_rearm = 0;
+			rs_tcp_submit_recv(r, t);
+		}
+	}
+	rs_buf_flush(r);
+	r->nr_tx_sqes = 0;
+}
+
+int rs_ring_progress(struct rs_ring *r)
+{
+	int handled = 0;
+	for (int round = 0; round < 4; round++) {
+		ring_prepare(r);
+		unsigned flags = IO_URING_READ_ONCE(*r->ring.sq.kflags);
+		if (io_uring_sq_ready(&r->ring) || (flags & (IORING_SQ_TASKRUN | IORING_SQ_CQ_OVERFLOW)))
+			ring_enter(r, 0, NULL, NULL);
+		int n = rs_ring_reap(r);
+		handled += n;
+		if (!n && !r->txq && !r->detach)
+			break;
+	}
+	return handled;
+}
+
+static int64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+int rs_ring_wait(struct rs_ring *r, int (*cond)(void *), void *arg, int timeout_ms)
+{
+	int64_t deadline = timeout_ms >= 0 ? now_ns() + (int64_t)timeout_ms * 1000000 : 0;
+	for (;;) {
+		rs_ring_progress(r);
+		if (cond(arg))
+			return 0;
+		struct __kernel_timespec ts, *tsp = NULL;
+		if (timeout_ms >= 0) {
+			int64_t left = deadline - now_ns();
+			if (left <= 0)
+				return -ETIME;
+			ts.tv_sec = left / 1000000000;
+			ts.tv_nsec = left % 1000000000;
+			tsp = &ts;
+		}
+		int e = ring_enter(r, 1, tsp, NULL);
+		if (e == -EINTR)
+			return -EINTR;
+	}
+}
+
+void rs_ring_evfd_quiet(struct rs_ring *r, int quiet)
+{
+	io_uring_cq_eventfd_toggle(&r->ring, !quiet);
+}
+
+/* The thread is exiting: hand every socket over to pass-through and free
+ * the ring.  Sends already accepted still go out (we wait for them). */
+void rs_engine_thread_exit(void *arg)
+{
+	struct rs_ring *r = arg;
+	if (!r || r != rs_ring_tls)
+		return;
+	rs_ring_lock(r);
+	while (r->owned)
+		rs_tcp_ring_gone(r, r->owned);
+	rs_frag_pool_destroy(&r->frag);
+	rs_bufring_destroy(r);
+	io_uring_queue_exit(&r->ring);
+	rs_fdguard_release(r->ring.ring_fd);
+	rs_fdguard_release(r->evfd);
+	r->dead = 1;
+	rs_ring_tls = NULL;
+	rs_ring_unlock(r);
+}
+
+/* ---- fork, exec, exit ---------------------------------------------------- */
+
+void rs_engine_before_fork(void)
+{
+	if (!rs_engine_on)
+		return;
+	struct rs_ring *mine = rs_ring_tls;
+	pthread_mutex_lock(&all_lock);
+	for (struct rs_ring *r = all_rings; r; r = r->all_next) {
+		if (r->dead)
+			continue;
+		rs_ring_lock(r);
+		if (r == mine)
+			rs_ring_progress(r);
+		else
+			rs_ring_reap(r);
+		for (struct rs_tcp *t = r->owned; t; t = t->next)
+			rs_tcp_fork_prepare(t);
+	}
+	/* The locks stay held across fork(): the child must not inherit a
+	 * ring in the middle of an operation. */
+}
+
+void rs_engine_after_fork_parent(void)
+{
+	if (!rs_engine_on)
+		return;
+	for (struct rs_ring *r = all_rings; r; r = r->all_next)
+		if (!r->dead)
+			rs_ring_unlock(r);
+	pthread_mutex_unlock(&all_lock);
+}
+
+void rs_engine_after_fork_child(void)
+{
+	if (!rs_engine_on)
+		return;
+	pthread_mutex_init(&all_lock, NULL);
+	for (struct rs_ring *r = all_rings; r; r = r->all_next) {
+		if (r->dead) {
+			pthread_mutex_init(&r->lock, NULL);
+			continue;
+		}
+		/* The ring's memory was not inherited: forget it, close its fds. */
+		while (r->owned)
+			rs_tcp_fork_child(r->owned);
+		r->txq = r->rearm = r->detach = NULL;
+		rs_fdguard_release(r->ring.ring_fd);
+		rs_fdguard_release(r->evfd);
+		r->frag.cur = NULL;
+		r->frag.free = NULL; /* heap memory: leaked in the child, small */
+		r->dead = 1;
+		pthread_mutex_init(&r->lock, NULL);
+	}
+	rs_ring_tls = NULL;
+	ring_failed = 0;
+}
+
+static int tx_idle(void *arg)
+{
+	struct rs_ring *r = arg;
+	for (struct rs_tcp *t = r->owned; t; t = t->next)
+		if (t->tx_cnt || t->send_inflight)
+			return 0;
+	return !r->txq;
+}
+
+void rs_engine_flush_all(void)
+{
+	if (!rs_engine_on)
+		return;
+	struct rs_ring *mine = rs_ring_tls;
+	pthread_mutex_lock(&all_lock);
+	for (struct rs_ring *r = all_rings; r; r = r->all_next) {
+		if (r->dead)
+			continue;
+		rs_ring_lock(r);
+		if (r == mine) {
+			/* Accepted data reaches the kernel before the process
+			 * image goes; a peer that stopped reading gets 10 s. */
+			if (rs_ring_wait(r, tx_idle, r, 10000) == -ETIME)
+				rs_warn("exit: sends to a peer that is not reading were still queued after 10 s");
+		} else {
+			rs_ring_reap(r);
+			for (struct rs_tcp *t = r->owned; t; t = t->next)
+				rs_tcp_flush_direct(t);
+		}
+		rs_ring_unlock(r);
+	}
+	pthread_mutex_unlock(&all_lock);
+}

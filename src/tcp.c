@@ -1,0 +1,1252 @@
+/* tcp.c - stream sockets on the engine.
+ *
+ * Receive: one multishot receive per armed socket fills buffers from the
+ * owner's buffer ring; completions append segments to the socket's
+ * receive queue, and the recv family copies from it without a system
+ * call.  Past rx_limit bytes of held buffers the receive is cancelled and
+ * the data stays in the kernel (TCP flow control pushes back on the
+ * peer) until the application has read half of it.
+ *
+ * Send: the send family copies into frag slices and queues them; queued
+ * bytes go out in one sendmsg per socket (one in flight at a time) at the
+ * next wait point, when SEND_BATCH sockets are waiting, or when the
+ * socket is closed, shut down or handed over.  The first attempt never
+ * blocks (MSG_DONTWAIT); a remainder the kernel could not take goes to
+ * io_uring's worker (IOSQE_ASYNC), which finishes it even if this thread
+ * never waits again.  Errors of a send already accepted are reported on
+ * the next call, as the kernel reports a pending socket error.
+ *
+ * Every function here runs with the socket's lock held (rs_tcp_enter):
+ * the owner ring's lock while the socket is owned, its own mutex after.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <linux/sockios.h>
+
+#include "engine.h"
+#include "sys.h"
+
+static pthread_mutex_t socks_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct rs_tcp *socks; /* every engine socket, for fork (all_next) */
+
+/* The lock that guards t right now; remembered for rs_tcp_unlock. */
+static RS_TLS struct rs_ring *held_ring;
+
+static size_t default_rcvbuf(void)
+{
+	static size_t v;
+	if (v)
+		return v;
+	char buf[64] = { 0 };
+	long fd = rs_syscall(SYS_openat, AT_FDCWD, "/proc/sys/net/ipv4/tcp_rmem", O_RDONLY | O_CLOEXEC);
+	size_t def = 131072;
+	if (fd >= 0) {
+		long n = rs_syscall(SYS_read, fd, buf, sizeof(buf) - 1);
+		rs_sys_close((int)fd);
+		if (n > 0) {
+			char *p = buf;
+			strtoul(p, &p, 10);
+			unsigned long d = strtoul(p, NULL, 10);
+			if (d >= 4096)
+				def = d;
+		}
+	}
+	v = def;
+	return v;
+}
+
+static void count_passthrough(struct rs_sock *s, int reason)
+{
+	if (s->pt_counted)
+		return;
+	s->pt_counted = 1;
+	s->pt_reason = reason;
+	rs_stat_add(RS_C_PASSTHROUGH + reason, 1);
+}
+
+void rs_tcp_passthrough(struct rs_sock *s, int reason)
+{
+	if (!atomic_load(&s->eng))
+		s->no_engine = 1;
+	count_passthrough(s, reason);
+}
+
+static size_t rx_held(struct rs_tcp *t);
+
+/* ---- locking ------------------------------------------------------------ */
+
+static void lock_t(struct rs_tcp *t)
+{
+	for (;;) {
+		struct rs_ring *o = __atomic_load_n(&t->owner, __ATOMIC_ACQUIRE);
+		if (o) {
+			rs_ring_lock(o);
+			if (__atomic_load_n(&t->owner, __ATOMIC_ACQUIRE) == o) {
+				held_ring = o;
+				return;
+			}
+			rs_ring_unlock(o);
+			continue;
+		}
+		pthread_mutex_lock(&t->mu);
+		if (!__atomic_load_n(&t->owner, __ATOMIC_ACQUIRE)) {
+			held_ring = NULL;
+			return;
+		}
+		pthread_mutex_unlock(&t->mu);
+	}
+}
+
+void rs_tcp_unlock(struct rs_tcp *t)
+{
+	if (held_ring)
+		rs_ring_unlock(held_ring);
+	else
+		pthread_mutex_unlock(&t->mu);
+}
+
+/* ---- queues -------------------------------------------------------------- */
+
+static int grow(void **arr, uint32_t *cap, uint32_t head, uint32_t cnt, size_t elt)
+{
+	uint32_t ncap = *cap ? *cap * 2 : 16;
+	char *n = malloc(ncap * elt);
+	if (!n)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < cnt; i++)
+		memcpy(n + i * elt, (char *)*arr + ((head + i) & (*cap - 1)) * elt, elt);
+	free(*arr);
+	*arr = n;
+	*cap = ncap;
+	return 0;
+}
+
+static struct rs_rxseg *rx_at(struct rs_tcp *t, uint32_t i)
+{
+	return &t->rx[(t->rx_head + i) & (t->rx_cap - 1)];
+}
+
+static struct rs_txseg *tx_at(struct rs_tcp *t, uint32_t i)
+{
+	return &t->tx[(t->tx_head + i) & (t->tx_cap - 1)];
+}
+
+static int rx_push(struct rs_tcp *t, char *data, uint32_t len, int32_t bid)
+{
+	if (t->rx_cnt == t->rx_cap) {
+		if (grow((void **)&t->rx, &t->rx_cap, t->rx_head, t->rx_cnt, sizeof(*t->rx)) < 0)
+			return -ENOMEM;
+		t->rx_head = 0;
+	}
+	struct rs_rxseg *g = rx_at(t, t->rx_cnt++);
+	g->data = data;
+	g->len = len;
+	g->off = 0;
+	g->bid = bid;
+	t->rx_bytes += len;
+	if (bid >= 0)
+		t->rx_bufs++;
+	return 0;
+}
+
+/* Drop the head receive segment (fully read). */
+static void rx_pop(struct rs_tcp *t)
+{
+	struct rs_rxseg *g = rx_at(t, 0);
+	if (g->bid >= 0) {
+		if (t->owner) /* else lost with a failed copy (out of memory) */
+			rs_buf_release(t->owner, (unsigned)g->bid);
+		t->rx_bufs--;
+	} else {
+		free(g->data);
+	}
+	t->rx_head = (t->rx_head + 1) & (t->rx_cap - 1);
+	t->rx_cnt--;
+}
+
+static void rx_drop_all(struct rs_tcp *t)
+{
+	while (t->rx_cnt)
+		rx_pop(t);
+	t->rx_bytes = 0;
+}
+
+/* Copy ring-buffer segments to the heap, so the ring can go. */
+static void rx_to_heap(struct rs_tcp *t)
+{
+	for (uint32_t i = 0; i < t->rx_cnt; i++) {
+		struct rs_rxseg *g = rx_at(t, i);
+		if (g->bid < 0)
+			continue;
+		uint32_t n = g->len - g->off;
+		char *c = malloc(n ? n : 1);
+		if (!c)
+			continue; /* keep the buffer: the ring then cannot be freed; see ring_gone */
+		memcpy(c, g->data + g->off, n);
+		rs_buf_release(t->owner, (unsigned)g->bid);
+		t->rx_bufs--;
+		g->data = c;
+		g->len = n;
+		g->off = 0;
+		g->bid = -1;
+	}
+}
+
+static void tx_release_seg(struct rs_tcp *t, struct rs_txseg *g, struct rs_ring *r)
+{
+	if (g->chunk)
+		rs_frag_release(&r->frag, g->chunk);
+	else if (g->data == t->linear)
+		t->linear_used = 0;
+	else
+		free(g->data);
+}
+
+static void tx_drop_all(struct rs_tcp *t, struct rs_ring *r)
+{
+	while (t->tx_cnt) {
+		tx_release_seg(t, tx_at(t, 0), r);
+		t->tx_head = (t->tx_head + 1) & (t->tx_cap - 1);
+		t->tx_cnt--;
+	}
+	t->tx_bytes = 0;
+}
+
+/* The first n bytes of the send queue have reached the kernel. */
+static void tx_consume(struct rs_tcp *t, size_t n, struct rs_ring *r)
+{
+	t->tx_bytes -= n;
+	while (n && t->tx_cnt) {
+		struct rs_txseg *g = tx_at(t, 0);
+		if (n < g->len) {
+			g->data += n;
+			g->len -= (uint32_t)n;
+			return;
+		}
+		n -= g->len;
+		tx_release_seg(t, g, r);
+		t->tx_head = (t->tx_head + 1) & (t->tx_cap - 1);
+		t->tx_cnt--;
+	}
+}
+
+/* ---- arming --------------------------------------------------------------- */
+
+static void owned_link(struct rs_ring *r, struct rs_tcp *t)
+{
+	t->prev = NULL;
+	t->next = r->owned;
+	if (r->owned)
+		r->owned->prev = t;
+	r->owned = t;
+}
+
+static void owned_unlink(struct rs_ring *r, struct rs_tcp *t)
+{
+	if (t->prev)
+		t->prev->next = t->next;
+	else if (r->owned == t)
+		r->owned = t->next;
+	if (t->next)
+		t->next->prev = t->prev;
+	t->prev = t->next = NULL;
+}
+
+void rs_tcp_submit_recv(struct rs_ring *r, struct rs_tcp *t)
+{
+	if (t->recv_armed || t->throttled || t->rx_eof || t->rx_err || t->closing ||
+	    t->mode != RS_TM_ARMED || t->shut_rd)
+		return;
+	struct io_uring_sqe *sqe = rs_ring_sqe(r);
+	if (!sqe)
+		return;
+	io_uring_prep_recv_multishot(sqe, t->fd, NULL, 0, 0);
+	sqe->flags |= IOSQE_BUFFER_SELECT;
+	sqe->buf_group = r->buf.bgid;
+	io_uring_sqe_set_data64(sqe, RS_UD(t, RS_UD_RECV));
+	t->recv_armed = 1;
+	t->recv_cancel = 0;
+	t->ops_inflight++;
+}
+
+static void cancel_recv(struct rs_ring *r, struct rs_tcp *t)
+{
+	if (!t->recv_armed || t->recv_cancel)
+		return;
+	struct io_uring_sqe *sqe = rs_ring_sqe(r);
+	if (!sqe)
+		return;
+	io_uring_prep_cancel64(sqe, RS_UD(t, RS_UD_RECV), 0);
+	io_uring_sqe_set_data64(sqe, RS_UD(t, RS_UD_CANCEL));
+	t->recv_cancel = 1;
+	t->ops_inflight++;
+}
+
+/* Is this record's socket connected?  (No syscall when we saw it.) */
+static int connected(struct rs_sock *s, int fd)
+{
+	if (s->conn_state == RS_CONN_UP)
+		return 1;
+	if (s->conn_state == RS_CONN_LISTEN)
+		return 0;
+	struct sockaddr_storage ss;
+	socklen_t len = sizeof(ss);
+	if (rs_syscall(SYS_getpeername, fd, &ss, &len) == 0) {
+		s->conn_state = RS_CONN_UP;
+		return 1;
+	}
+	return 0;
+}
+
+static struct rs_tcp *arm(struct rs_sock *s, int fd)
+{
+	if (s->type != SOCK_STREAM) {
+		rs_tcp_passthrough(s, RINGSOCK_PT_UDP);
+		return NULL;
+	}
+	if (s->conn_state == RS_CONN_LISTEN) {
+		rs_tcp_passthrough(s, RINGSOCK_PT_LISTENER);
+		return NULL;
+	}
+	if (!s->nonblock || atomic_load(&s->nfds) != 1 || !connected(s, fd))
+		return NULL; /* maybe later */
+	struct rs_ring *r = rs_ring_get();
+	if (!r)
+		return NULL;
+	struct rs_tcp *t = calloc(1, sizeof(*t));
+	if (!t)
+		return NULL;
+	pthread_mutex_init(&t->mu, NULL);
+	t->fd = fd;
+	t->sock = s;
+	atomic_fetch_add(&s->refs, 1);
+	t->mode = RS_TM_ARMED;
+	size_t lim = (size_t)rs_rt.cfg.v[RS_K_RCVBUF_LIMIT];
+	if (!lim)
+		lim = s->rcvbuf ? (size_t)s->rcvbuf * 2 : default_rcvbuf();
+	size_t cap = (size_t)r->buf.count * r->buf.size / 4;
+	if (lim > cap)
+		lim = cap;
+	if (lim < 2 * (size_t)r->buf.size)
+		lim = 2 * (size_t)r->buf.size;
+	t->rx_limit = lim;
+	t->tx_limit = s->sndbuf ? (size_t)s->sndbuf * 2 : 262144;
+	rs_ring_lock(r);
+	/* Lost a race with another thread arming it? */
+	struct rs_tcp *expect = NULL;
+	if (!atomic_compare_exchange_strong(&s->eng, &expect, t)) {
+		rs_ring_unlock(r);
+		atomic_fetch_sub(&s->refs, 1);
+		pthread_mutex_destroy(&t->mu);
+		free(t);
+		return NULL;
+	}
+	t->owner = r;
+	owned_link(r, t);
+	pthread_mutex_lock(&socks_lock);
+	t->all_next = socks;
+	if (socks)
+		socks->all_prev = t;
+	socks = t;
+	pthread_mutex_unlock(&socks_lock);
+	held_ring = r;
+	s->pt_counted = 1;
+	rs_stat_add(RS_C_SOCKETS_ACCELERATED, 1);
+	rs_tcp_submit_recv(r, t);
+	rs_ep_sock_armed(t);
+	return t;
+}
+
+static void free_t(struct rs_tcp *t)
+{
+	pthread_mutex_lock(&socks_lock);
+	if (t->all_prev)
+		t->all_prev->all_next = t->all_next;
+	else if (socks == t)
+		socks = t->all_next;
+	if (t->all_next)
+		t->all_next->all_prev = t->all_prev;
+	pthread_mutex_unlock(&socks_lock);
+	free(t->rx);
+	free(t->tx);
+	if (t->leftover)
+		munmap(t->leftover, t->leftover_map);
+	rs_sock_put(t->sock);
+	free(t);
+}
+
+/* ---- detaching -------------------------------------------------------------- */
+
+/* Owner side: nothing of t is left on the ring; hand it to pass-through. */
+static void finalize_detach(struct rs_ring *r, struct rs_tcp *t)
+{
+	rx_to_heap(t);
+	pthread_mutex_lock(&t->mu);
+	owned_unlink(r, t);
+	t->mode = RS_TM_DETACHED;
+	__atomic_store_n(&t->owner, NULL, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&t->mu);
+	rs_ep_sock_detached(t);
+}
+
+static int detach_done(struct rs_tcp *t)
+{
+	return !t->recv_armed && !t->send_inflight && !t->tx_cnt;
+}
+
+static void maybe_finish(struct rs_ring *r, struct rs_tcp *t)
+{
+	if (t->mode == RS_TM_DETACHING && detach_done(t) && t->owner == r)
+		finalize_detach(r, t);
+	if (t->closing && !t->ops_inflight && t->owner == NULL) {
+		free_t(t);
+	} else if (t->closing && !t->ops_inflight && t->owner == r && !t->recv_armed) {
+		owned_unlink(r, t);
+		__atomic_store_n(&t->owner, NULL, __ATOMIC_RELEASE);
+		free_t(t);
+	}
+}
+
+void rs_tcp_process_detach(struct rs_ring *r, struct rs_tcp *t)
+{
+	cancel_recv(r, t);
+	rs_tcp_submit_tx(r, t);
+	maybe_finish(r, t);
+}
+
+static void push_detach(struct rs_ring *r, struct rs_tcp *t)
+{
+	if (!t->on_detach) {
+		t->on_detach = 1;
+		t->detach_next = r->detach;
+		r->detach = t;
+	}
+}
+
+/* Another thread holds the owner's lock and wants the socket. */
+static void detach_remote(struct rs_tcp *t)
+{
+	struct rs_ring *o = t->owner;
+	rs_ring_reap(o);
+	if (t->mode == RS_TM_ARMED) {
+		t->mode = RS_TM_DETACHING;
+		count_passthrough(t->sock, RINGSOCK_PT_THREAD);
+		rs_stat_add(RS_C_DETACHED, 1);
+	}
+	if (!t->send_inflight && t->tx_cnt)
+		rs_tcp_flush_direct(t);
+	push_detach(o, t);
+	/* Wake the owner if it sleeps in an epoll set or poll with its ring. */
+	uint64_t one = 1;
+	rs_sys_write(o->evfd, &one, sizeof(one));
+}
+
+static int detached_cond(void *arg)
+{
+	struct rs_tcp *t = arg;
+	return t->owner == NULL || t->mode == RS_TM_DETACHED;
+}
+
+void rs_tcp_detach_self(struct rs_tcp *t, int reason)
+{
+	if (t->mode == RS_TM_DETACHED)
+		return;
+	struct rs_ring *r = t->owner;
+	if (t->mode == RS_TM_ARMED) {
+		t->mode = RS_TM_DETACHING;
+		count_passthrough(t->sock, reason);
+		rs_stat_add(RS_C_DETACHED, 1);
+	}
+	if (r != rs_ring_tls) {
+		detach_remote(t);
+		return;
+	}
+	rs_tcp_process_detach(r, t);
+	rs_ring_wait(r, detached_cond, t, -1);
+	/* Still hold r's lock; the caller's unlock releases it. */
+}
+
+/* ---- entering ---------------------------------------------------------------- */
+
+struct rs_tcp *rs_tcp_enter(struct rs_sock *s, int fd, int do_arm)
+{
+	struct rs_tcp *t = atomic_load_explicit(&s->eng, memory_order_acquire);
+	if (!t) {
+		if (!do_arm || s->no_engine || !rs_engine_on)
+			return NULL;
+		return arm(s, fd);
+	}
+	lock_t(t);
+	if (held_ring && held_ring != rs_ring_tls && t->mode == RS_TM_ARMED)
+		detach_remote(t);
+	return t;
+}
+
+int rs_tcp_passive(struct rs_tcp *t)
+{
+	return __atomic_load_n(&t->passive, __ATOMIC_ACQUIRE);
+}
+
+/* Detached with nothing held: from now on the kernel serves it alone. */
+static void maybe_passive(struct rs_tcp *t)
+{
+	if (t->mode == RS_TM_DETACHED && !rx_held(t) && !t->tx_cnt && !t->send_inflight)
+		__atomic_store_n(&t->passive, 1, __ATOMIC_RELEASE);
+}
+
+/* Wait a little for fd to become ready, without any engine lock held: used
+ * only while another thread's ring still owns the socket's receive. */
+static void nap_on(int fd, short ev)
+{
+	struct pollfd p = { fd, ev, 0 };
+	rs_syscall(SYS_poll, &p, 1, 10);
+}
+
+ssize_t rs_tcp_recv_call(struct rs_sock *s, int fd, const struct iovec *iov, int n, int flags)
+{
+	if (flags & (MSG_OOB | MSG_ERRQUEUE))
+		return RS_PASS; /* urgent data and the error queue are the kernel's */
+	for (;;) {
+		struct rs_tcp *t = rs_tcp_enter(s, fd, 1);
+		if (!t)
+			return RS_PASS;
+		if (rs_tcp_passive(t)) {
+			rs_tcp_unlock(t);
+			return RS_PASS;
+		}
+		ssize_t r = rs_tcp_recv(t, iov, n, flags);
+		int nap = r == -EAGAIN && t->mode == RS_TM_DETACHING && !s->nonblock &&
+			  !(flags & MSG_DONTWAIT);
+		maybe_passive(t);
+		rs_tcp_unlock(t);
+		if (!nap)
+			return r;
+		nap_on(fd, POLLIN);
+	}
+}
+
+ssize_t rs_tcp_send_call(struct rs_sock *s, int fd, const struct iovec *iov, int n, int flags)
+{
+	if (flags & ~(MSG_DONTWAIT | MSG_NOSIGNAL | MSG_MORE)) {
+		rs_tcp_before_kernel(s, fd, -1);
+		return RS_PASS;
+	}
+	for (;;) {
+		struct rs_tcp *t = rs_tcp_enter(s, fd, 1);
+		if (!t)
+			return RS_PASS;
+		if (rs_tcp_passive(t)) {
+			rs_tcp_unlock(t);
+			return RS_PASS;
+		}
+		ssize_t r;
+		if (t->mode == RS_TM_DETACHED && !t->tx_cnt) {
+			/* A blocking send must not hold the socket's lock. */
+			rs_tcp_unlock(t);
+			return RS_PASS;
+		}
+		r = rs_tcp_send(t, iov, n, flags);
+		int nap = r == -EAGAIN && t->mode != RS_TM_ARMED && !s->nonblock &&
+			  !(flags & MSG_DONTWAIT);
+		rs_tcp_unlock(t);
+		if (!nap)
+			return r;
+		nap_on(fd, POLLOUT);
+	}
+}
+
+void rs_tcp_before_kernel(struct rs_sock *s, int fd, int detach_reason)
+{
+	struct rs_tcp *t = rs_tcp_enter(s, fd, 0);
+	if (!t)
+		return;
+	if (detach_reason >= 0 && t->mode == RS_TM_ARMED)
+		rs_tcp_detach_self(t, detach_reason);
+	else
+		rs_tcp_sync_tx(t);
+	rs_tcp_unlock(t);
+}
+
+/* ---- receive ---------------------------------------------------------------- */
+
+static size_t iov_total(const struct iovec *iov, int n)
+{
+	size_t total = 0;
+	for (int i = 0; i < n; i++)
+		total += iov[i].iov_len;
+	return total;
+}
+
+/* Copy up to want bytes from src into the iovec at offset *pos. */
+static void iov_put(const struct iovec *iov, int n, size_t *pos, const char *src, size_t len)
+{
+	size_t skip = *pos;
+	for (int i = 0; i < n && len; i++) {
+		if (skip >= iov[i].iov_len) {
+			skip -= iov[i].iov_len;
+			continue;
+		}
+		size_t room = iov[i].iov_len - skip, k = len < room ? len : room;
+		if (iov[i].iov_base)
+			memcpy((char *)iov[i].iov_base + skip, src, k);
+		src += k;
+		len -= k;
+		*pos += k;
+		skip = 0;
+	}
+}
+
+static void spin_lock(atomic_int *l)
+{
+	int z = 0;
+	while (!atomic_compare_exchange_weak(l, &z, 1))
+		z = 0;
+}
+
+/* Bytes from the leftover (shared after fork), then the queue. */
+static size_t rx_copy(struct rs_tcp *t, const struct iovec *iov, int n, size_t want, int flags)
+{
+	size_t pos = 0;
+	int peek = flags & MSG_PEEK, trunc = flags & MSG_TRUNC;
+	if (t->leftover) {
+		struct rs_shared_rx *l = t->leftover;
+		spin_lock(&l->lock);
+		size_t avail = l->len - l->off, k = avail < want ? avail : want;
+		if (!trunc)
+			iov_put(iov, n, &pos, l->data + l->off, k);
+		else
+			pos += k;
+		if (!peek)
+			l->off += (uint32_t)k;
+		atomic_store(&l->lock, 0);
+	}
+	uint32_t i = 0;
+	while (pos < want && i < t->rx_cnt) {
+		struct rs_rxseg *g = rx_at(t, i);
+		size_t avail = g->len - g->off;
+		size_t k = avail < want - pos ? avail : want - pos;
+		if (!trunc)
+			iov_put(iov, n, &pos, g->data + g->off, k);
+		else
+			pos += k;
+		if (peek) {
+			i++;
+			continue;
+		}
+		g->off += (uint32_t)k;
+		t->rx_bytes -= k;
+		if (g->off == g->len)
+			rx_pop(t);
+	}
+	return pos;
+}
+
+static int leftover_empty(struct rs_tcp *t)
+{
+	return !t->leftover || t->leftover->off >= t->leftover->len;
+}
+
+/* Engine-held bytes. */
+static size_t rx_held(struct rs_tcp *t)
+{
+	size_t n = t->rx_bytes;
+	if (t->leftover)
+		n += t->leftover->len - t->leftover->off;
+	return n;
+}
+
+static void maybe_unthrottle(struct rs_tcp *t)
+{
+	struct rs_ring *r = t->owner;
+	if (!t->throttled || !r || t->mode != RS_TM_ARMED)
+		return;
+	if ((size_t)t->rx_bufs * r->buf.size > t->rx_limit / 2)
+		return;
+	t->throttled = 0;
+	if (!t->recv_armed && !t->on_rearm) {
+		t->on_rearm = 1;
+		t->rearm_next = r->rearm;
+		r->rearm = t;
+	}
+}
+
+static int take_error(struct rs_tcp *t)
+{
+	int e = t->rx_err;
+	t->rx_err = 0;
+	t->rx_eof = 1; /* after a reset the stream reads as ended */
+	return e;
+}
+
+ssize_t rs_tcp_recv(struct rs_tcp *t, const struct iovec *iov, int iovcnt, int flags)
+{
+	size_t want = iov_total(iov, iovcnt);
+	if (flags & MSG_TRUNC)
+		want = iov_total(iov, iovcnt); /* TCP: discard up to len */
+	if (want == 0)
+		return 0;
+	for (int round = 0;; round++) {
+		size_t got = 0;
+		if (rx_held(t))
+			got = rx_copy(t, iov, iovcnt, want, flags);
+		if (got) {
+			if (!(flags & MSG_PEEK))
+				maybe_unthrottle(t);
+			if (t->leftover && leftover_empty(t) && !(flags & MSG_PEEK)) {
+				munmap(t->leftover, t->leftover_map);
+				t->leftover = NULL;
+			}
+			rs_stat_add(RS_C_CALLS_NOSYS, 1);
+			return (ssize_t)got;
+		}
+		if (t->mode != RS_TM_ARMED) {
+			/* Pass-through after the leftover: the kernel has the rest.
+			 * Never block with the lock held (rs_tcp_recv_call naps). */
+			if (t->mode == RS_TM_DETACHED)
+				return RS_PASS;
+			int f = flags | MSG_DONTWAIT;
+			struct msghdr m = { .msg_iov = (struct iovec *)iov, .msg_iovlen = (size_t)iovcnt };
+			return rs_syscall(SYS_recvmsg, t->fd, &m, f);
+		}
+		if (t->rx_err)
+			return -take_error(t);
+		if (t->rx_eof || t->shut_rd)
+			return 0;
+		struct rs_ring *r = t->owner;
+		if (round < 2 && r == rs_ring_tls && rs_ring_has_work(r)) {
+			rs_ring_progress(r);
+			continue;
+		}
+		if (!t->recv_armed && !t->throttled)
+			rs_tcp_submit_recv(r, t);
+		rs_stat_add(RS_C_CALLS_NOSYS, 1);
+		return -EAGAIN;
+	}
+}
+
+/* ---- send ------------------------------------------------------------------- */
+
+static int tx_push(struct rs_tcp *t, char *data, uint32_t len, struct rs_chunk *c)
+{
+	if (t->tx_cnt) {
+		/* Extend the last segment when the slice is contiguous and the
+		 * segment is not part of the send in flight. */
+		struct rs_txseg *last = tx_at(t, t->tx_cnt - 1);
+		if (c && last->chunk == c && last->data + last->len == data &&
+		    t->tx_cnt > t->inflight_segs) {
+			last->len += len;
+			c->refs--; /* one reference per segment */
+			return 0;
+		}
+	}
+	if (t->tx_cnt == t->tx_cap) {
+		if (grow((void **)&t->tx, &t->tx_cap, t->tx_head, t->tx_cnt, sizeof(*t->tx)) < 0)
+			return -ENOMEM;
+		t->tx_head = 0;
+	}
+	struct rs_txseg *g = tx_at(t, t->tx_cnt++);
+	g->data = data;
+	g->len = len;
+	g->chunk = c;
+	return 0;
+}
+
+static void raise_sigpipe(void)
+{
+	rs_syscall(SYS_tgkill, rs_sys_getpid(), rs_syscall(SYS_gettid, 0), SIGPIPE);
+}
+
+/* Return a send error the way the kernel would. */
+static ssize_t send_error(int e, int flags)
+{
+	if (e == EPIPE && !(flags & MSG_NOSIGNAL))
+		raise_sigpipe();
+	return -e;
+}
+
+static void queue_tx(struct rs_ring *r, struct rs_tcp *t)
+{
+	if (t->on_txq || t->send_inflight)
+		return;
+	t->on_txq = 1;
+	t->txq_next = r->txq;
+	r->txq = t;
+	if (++r->nr_tx_sqes >= r->send_batch)
+		rs_ring_progress(r);
+}
+
+ssize_t rs_tcp_send(struct rs_tcp *t, const struct iovec *iov, int iovcnt, int flags)
+{
+	if (t->mode != RS_TM_ARMED) {
+		if (t->tx_cnt || t->send_inflight) {
+			/* The owner still has earlier bytes: they go first. */
+			if (t->mode == RS_TM_DETACHING && !t->send_inflight)
+				rs_tcp_flush_direct(t);
+			if (t->tx_cnt || t->send_inflight)
+				return -EAGAIN;
+		}
+		struct msghdr m = { .msg_iov = (struct iovec *)iov, .msg_iovlen = (size_t)iovcnt };
+		return rs_syscall(SYS_sendmsg, t->fd, &m, flags | MSG_DONTWAIT);
+	}
+	if (t->tx_err) {
+		int e = t->tx_err;
+		t->tx_err = 0;
+		if (e != EPIPE)
+			t->epipe_pending = 1;
+		return send_error(e, flags);
+	}
+	if (t->shut_wr || t->epipe_pending)
+		return send_error(EPIPE, flags);
+	size_t total = iov_total(iov, iovcnt);
+	if (total == 0)
+		return 0;
+	struct rs_ring *r = t->owner;
+	if (t->send_async || t->tx_bytes >= t->tx_limit) {
+		if (rs_ring_has_work(r))
+			rs_ring_progress(r);
+		if (t->send_async || t->tx_bytes >= t->tx_limit)
+			return -EAGAIN;
+	}
+	size_t room = t->tx_limit - t->tx_bytes, n = total < room ? total : room;
+	size_t done = 0;
+	int vi = 0;
+	size_t voff = 0;
+	while (done < n) {
+		size_t want = n - done;
+		char *dst;
+		struct rs_chunk *c = NULL;
+		uint32_t k;
+		if (!t->tx_cnt && !t->linear_used && want <= RS_LINEAR && rs_rt.cfg.v[RS_K_LINEAR_FIRST]) {
+			dst = t->linear;
+			k = (uint32_t)want;
+			t->linear_used = 1;
+		} else {
+			k = want < r->frag.chunk_size ? (uint32_t)want : r->frag.chunk_size;
+			dst = rs_frag_alloc(&r->frag, k, &c);
+			if (!dst)
+				break;
+		}
+		/* gather k bytes from the iovec */
+		size_t got = 0;
+		while (got < k) {
+			size_t avail = iov[vi].iov_len - voff;
+			if (!avail) {
+				vi++;
+				voff = 0;
+				continue;
+			}
+			size_t m = avail < k - got ? avail : k - got;
+			memcpy(dst + got, (char *)iov[vi].iov_base + voff, m);
+			got += m;
+			voff += m;
+		}
+		if (tx_push(t, dst, k, c) < 0) {
+			if (c)
+				rs_frag_release(&r->frag, c);
+			else
+				t->linear_used = 0;
+			break;
+		}
+		t->tx_bytes += k;
+		done += k;
+	}
+	if (!done)
+		return -ENOMEM;
+	rs_stat_add(RS_C_CALLS_NOSYS, 1);
+	queue_tx(r, t);
+	return (ssize_t)done;
+}
+
+void rs_tcp_submit_tx(struct rs_ring *r, struct rs_tcp *t)
+{
+	if (t->send_inflight || !t->tx_cnt || t->fd < 0)
+		return;
+	struct io_uring_sqe *sqe = rs_ring_sqe(r);
+	if (!sqe)
+		return;
+	if (t->send_async) {
+		/* The kernel buffer was full: one segment, blocking, in the
+		 * worker (IORING_OP_SEND ignores O_NONBLOCK there). */
+		struct rs_txseg *g = tx_at(t, 0);
+		io_uring_prep_send(sqe, t->fd, g->data, g->len, MSG_NOSIGNAL | MSG_WAITALL);
+		sqe->flags |= IOSQE_ASYNC;
+		t->inflight_segs = 1;
+		t->inflight_bytes = g->len;
+	} else {
+		uint32_t k = t->tx_cnt < RS_TX_IOV ? t->tx_cnt : RS_TX_IOV;
+		size_t bytes = 0;
+		for (uint32_t i = 0; i < k; i++) {
+			struct rs_txseg *g = tx_at(t, i);
+			t->iov[i].iov_base = g->data;
+			t->iov[i].iov_len = g->len;
+			bytes += g->len;
+		}
+		memset(&t->msg, 0, sizeof(t->msg));
+		t->msg.msg_iov = t->iov;
+		t->msg.msg_iovlen = k;
+		io_uring_prep_sendmsg(sqe, t->fd, &t->msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+		t->inflight_segs = k;
+		t->inflight_bytes = bytes;
+	}
+	io_uring_sqe_set_data64(sqe, RS_UD(t, RS_UD_SEND));
+	t->send_inflight = 1;
+	t->ops_inflight++;
+	rs_stat_add(RS_C_SENDS_SUBMITTED, 1);
+}
+
+/* Write the queue with system calls (another thread takes over, exit, fork
+ * in another thread).  Nothing may be in flight.  Returns bytes left. */
+size_t rs_tcp_flush_direct(struct rs_tcp *t)
+{
+	struct rs_ring *r = t->owner;
+	while (t->tx_cnt && !t->send_inflight && r) {
+		struct rs_txseg *g = tx_at(t, 0);
+		long n = rs_syscall(SYS_sendto, t->fd, g->data, g->len, MSG_NOSIGNAL, NULL, 0);
+		if (n == -EAGAIN) {
+			struct pollfd p = { t->fd, POLLOUT, 0 };
+			rs_syscall(SYS_poll, &p, 1, 1000);
+			continue;
+		}
+		if (n == -EINTR)
+			continue;
+		if (n < 0) {
+			t->tx_err = (int)-n;
+			tx_drop_all(t, r);
+			break;
+		}
+		tx_consume(t, (size_t)n, r);
+	}
+	return t->tx_bytes;
+}
+
+/* ---- completions ---------------------------------------------------------- */
+
+static void recv_done(struct rs_ring *r, struct rs_tcp *t, struct io_uring_cqe *c)
+{
+	int more = c->flags & IORING_CQE_F_MORE;
+	if (c->res > 0) {
+		unsigned bid = c->flags >> IORING_CQE_BUFFER_SHIFT;
+		r->buf.held++;
+		if (t->closing || rx_push(t, rs_buf_addr(&r->buf, bid), (uint32_t)c->res, (int32_t)bid) < 0)
+			rs_buf_release(r, bid);
+		else if ((size_t)t->rx_bufs * r->buf.size >= t->rx_limit && !t->throttled) {
+			t->throttled = 1;
+			rs_stat_add(RS_C_THROTTLED, 1);
+			if (more)
+				cancel_recv(r, t);
+		}
+	} else if (c->res == 0) {
+		t->rx_eof = 1;
+	} else if (c->res == -ENOBUFS) {
+		rs_stat_add(RS_C_ENOBUFS, 1);
+	} else if (c->res != -ECANCELED) {
+		t->rx_err = -c->res;
+	}
+	if (!more) {
+		t->recv_armed = 0;
+		t->ops_inflight--;
+		if (c->res == -ENOBUFS || (c->res > 0 && !t->throttled)) {
+			if (!t->on_rearm && t->mode == RS_TM_ARMED && !t->closing) {
+				t->on_rearm = 1;
+				t->rearm_next = r->rearm;
+				r->rearm = t;
+			}
+		}
+	}
+}
+
+static void send_done(struct rs_ring *r, struct rs_tcp *t, struct io_uring_cqe *c)
+{
+	t->send_inflight = 0;
+	t->inflight_segs = 0;
+	t->ops_inflight--;
+	int res = c->res;
+	if (res > 0) {
+		tx_consume(t, (size_t)res, r);
+		t->send_async = (size_t)res < t->inflight_bytes;
+	} else if (res == -EAGAIN || res == 0) {
+		t->send_async = 1;
+	} else {
+		t->tx_err = -res;
+		t->send_async = 0;
+		tx_drop_all(t, r);
+	}
+	if (t->tx_cnt && !t->on_txq && t->fd >= 0) {
+		t->on_txq = 1;
+		t->txq_next = r->txq;
+		r->txq = t;
+	}
+}
+
+void rs_tcp_complete(struct rs_ring *r, struct rs_tcp *t, int op, struct io_uring_cqe *c)
+{
+	switch (op) {
+	case RS_UD_RECV:
+		recv_done(r, t, c);
+		break;
+	case RS_UD_SEND:
+		send_done(r, t, c);
+		break;
+	case RS_UD_CANCEL:
+		t->ops_inflight--;
+		break;
+	}
+	if (!t->closing)
+		rs_ep_sock_changed(t);
+	maybe_finish(r, t);
+}
+
+/* ---- readiness, errors, ioctls --------------------------------------------- */
+
+unsigned rs_tcp_readiness(struct rs_tcp *t)
+{
+	unsigned ev = 0;
+	int held = rx_held(t) > 0;
+	if (held || t->rx_eof || t->rx_err || t->shut_rd)
+		ev |= EPOLLIN | EPOLLRDNORM;
+	if (t->rx_eof || t->shut_rd)
+		ev |= EPOLLRDHUP;
+	if (t->rx_err || t->tx_err)
+		ev |= EPOLLERR;
+	if ((t->rx_eof && t->shut_wr) || t->rx_err == ECONNRESET)
+		ev |= EPOLLHUP;
+	if (t->shut_wr || t->epipe_pending || t->tx_err || t->rx_err ||
+	    (!t->send_async && t->tx_bytes < t->tx_limit))
+		ev |= EPOLLOUT | EPOLLWRNORM;
+	return ev;
+}
+
+int rs_tcp_fionread(struct rs_tcp *t, int *out)
+{
+	int k = 0;
+	long e = rs_syscall(SYS_ioctl, t->fd, SIOCINQ, &k);
+	if (e < 0)
+		return (int)e;
+	*out = k + (int)rx_held(t);
+	return 0;
+}
+
+int rs_tcp_so_error(struct rs_tcp *t)
+{
+	int e = t->rx_err ? take_error(t) : 0;
+	if (!e && t->tx_err) {
+		e = t->tx_err;
+		t->tx_err = 0;
+		t->epipe_pending = 1;
+	}
+	return e;
+}
+
+static int tx_idle_cond(void *arg)
+{
+	struct rs_tcp *t = arg;
+	return !t->tx_cnt && !t->send_inflight;
+}
+
+/* Before a call that must see every accepted byte in the kernel
+ * (shutdown, SIOCOUTQ, setsockopt TCP_CORK...). */
+void rs_tcp_sync_tx(struct rs_tcp *t)
+{
+	if (t->mode == RS_TM_ARMED && t->owner == rs_ring_tls && (t->tx_cnt || t->send_inflight))
+		rs_ring_wait(t->owner, tx_idle_cond, t, -1);
+	else if (t->mode == RS_TM_DETACHING && !t->send_inflight)
+		rs_tcp_flush_direct(t);
+}
+
+int rs_tcp_shutdown(struct rs_tcp *t, int how)
+{
+	rs_tcp_sync_tx(t);
+	long e = rs_syscall(SYS_shutdown, t->fd, how);
+	if (e < 0)
+		return (int)e;
+	if (how == SHUT_WR || how == SHUT_RDWR)
+		t->shut_wr = 1;
+	if (how == SHUT_RD || how == SHUT_RDWR) {
+		t->shut_rd = 1;
+		/* Linux discards nothing on SHUT_RD; reads return queued data,
+		 * then 0.  The multishot receive ends with 0 by itself. */
+	}
+	rs_ep_sock_changed(t);
+	return 0;
+}
+
+/* ---- close ------------------------------------------------------------------ */
+
+static int recv_gone(void *arg)
+{
+	struct rs_tcp *t = arg;
+	return !t->recv_armed;
+}
+
+int rs_tcp_close(struct rs_sock *s, int fd)
+{
+	struct rs_tcp *t = rs_tcp_enter(s, fd, 0);
+	if (!t)
+		return 0;
+	if (atomic_load(&s->nfds) > 1) {
+		/* Another descriptor keeps the socket open. */
+		rs_tcp_unlock(t);
+		return 0;
+	}
+	atomic_store(&s->eng, NULL);
+	struct rs_ring *r = t->owner;
+	rs_ep_sock_gone(t);
+	if (r && r == rs_ring_tls) {
+		/* Queued sends go out first (they hold the file until done). */
+		rs_tcp_submit_tx(r, t);
+		cancel_recv(r, t);
+		rs_ring_wait(r, recv_gone, t, -1);
+	} else if (r) {
+		/* Another thread's ring: it cancels the receive next time it
+		 * runs; the socket is released then. */
+		push_detach(r, t);
+		uint64_t one = 1;
+		rs_sys_write(r->evfd, &one, sizeof(one));
+	}
+	if (rx_held(t) || t->rx_cnt) {
+		/* Unread data: the kernel answers close with a reset. */
+		struct linger lg = { 1, 0 };
+		rs_syscall(SYS_setsockopt, t->fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+	}
+	if (r)
+		rx_drop_all(t);
+	else {
+		while (t->rx_cnt) {
+			free(rx_at(t, 0)->data);
+			t->rx_head = (t->rx_head + 1) & (t->rx_cap - 1);
+			t->rx_cnt--;
+		}
+	}
+	t->closing = 1;
+	t->fd = -1;
+	(void)fd;
+	struct rs_ring *held = held_ring;
+	if (!r) {
+		pthread_mutex_unlock(&t->mu);
+		free_t(t);
+		return 0;
+	}
+	maybe_finish(r, t); /* may free t */
+	rs_ring_unlock(held);
+	return 0;
+}
+
+/* ---- thread exit, fork ------------------------------------------------------- */
+
+static int gone_cond(void *arg)
+{
+	struct rs_tcp *t = arg;
+	return !t->recv_armed && !t->send_inflight && !t->tx_cnt;
+}
+
+void rs_tcp_ring_gone(struct rs_ring *r, struct rs_tcp *t)
+{
+	if (t->mode == RS_TM_ARMED) {
+		t->mode = RS_TM_DETACHING;
+		count_passthrough(t->sock, RINGSOCK_PT_THREAD);
+	}
+	cancel_recv(r, t);
+	rs_tcp_submit_tx(r, t);
+	if (rs_ring_wait(r, gone_cond, t, 10000) == -ETIME) {
+		rs_warn("thread exit: a send to a peer that is not reading did not finish in 10 s");
+		tx_drop_all(t, r);
+	}
+	if (t->closing) {
+		owned_unlink(r, t);
+		__atomic_store_n(&t->owner, NULL, __ATOMIC_RELEASE);
+		free_t(t);
+		return;
+	}
+	finalize_detach(r, t);
+}
+
+/* Before fork (all ring locks held): received data the engine holds moves
+ * to shared memory, so the parent and the child read each byte once. */
+void rs_tcp_fork_prepare(struct rs_tcp *t)
+{
+	if (t->owner == rs_ring_tls && t->owner && (t->tx_cnt || t->send_inflight))
+		rs_ring_wait(t->owner, tx_idle_cond, t, 10000);
+	else if (t->owner && !t->send_inflight)
+		rs_tcp_flush_direct(t);
+	size_t held = rx_held(t);
+	if (!held)
+		return;
+	size_t len = sizeof(struct rs_shared_rx) + held;
+	struct rs_shared_rx *l = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (l == MAP_FAILED)
+		return;
+	struct iovec v = { l->data, held };
+	size_t got = rx_copy(t, &v, 1, held, 0);
+	if (t->leftover)
+		munmap(t->leftover, t->leftover_map);
+	l->len = (uint32_t)got;
+	l->off = 0;
+	t->leftover = l;
+	t->leftover_map = len;
+}
+
+void rs_engine_fork_prepare_detached(void)
+{
+	pthread_mutex_lock(&socks_lock);
+	for (struct rs_tcp *t = socks; t; t = t->all_next)
+		if (!t->owner) {
+			pthread_mutex_lock(&t->mu);
+			rs_tcp_fork_prepare(t);
+			pthread_mutex_unlock(&t->mu);
+		}
+	/* socks_lock stays held across fork */
+}
+
+void rs_engine_fork_release_detached(int child)
+{
+	if (child)
+		pthread_mutex_init(&socks_lock, NULL);
+	else
+		pthread_mutex_unlock(&socks_lock);
+}
+
+/* In the child: the ring is gone; the socket is served by the kernel after
+ * its leftover.  Sends the parent still had in flight are the parent's. */
+void rs_tcp_fork_child(struct rs_tcp *t)
+{
+	struct rs_ring *r = t->owner;
+	if (r)
+		owned_unlink(r, t);
+	t->owner = NULL;
+	pthread_mutex_init(&t->mu, NULL);
+	t->mode = RS_TM_DETACHED;
+	t->recv_armed = t->recv_cancel = t->send_inflight = t->send_async = 0;
+	t->on_txq = t->on_rearm = t->on_detach = 0;
+	t->ops_inflight = 0;
+	/* ring buffers and frag chunks are not the child's */
+	t->rx_cnt = 0;
+	t->rx_bufs = 0;
+	t->rx_bytes = 0;
+	t->tx_cnt = 0;
+	t->tx_bytes = 0;
+	t->linear_used = 0;
+	count_passthrough(t->sock, RINGSOCK_PT_FORK);
+}
+
+/* close() (and dup2 over, close_range) of fd, before the real call. */
+void rs_engine_before_close(struct rs_sock *s, int fd)
+{
+	if (rs_ep_known(fd))
+		rs_ep_close(fd);
+	if (!s)
+		return;
+	if (atomic_load(&s->eng))
+		rs_tcp_close(s, fd);
+	else if (s->regs && atomic_load(&s->nfds) <= 1)
+		rs_ep_forget_sock(s);
+}

@@ -1,0 +1,175 @@
+/* wait.c - poll/ppoll (and select/pselect, converted by the preload layer)
+ * over any mix of engine sockets and kernel fds.
+ *
+ * Engine sockets get their readiness from engine state; the rest go to one
+ * real ppoll() together with the thread's ring eventfd, which wakes the
+ * wait when engine work arrives.  Signal masks and timeouts are the real
+ * call's, so EINTR behaves as the kernel's.
+ */
+#define _GNU_SOURCE 1
+#include <errno.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "engine.h"
+#include "sys.h"
+
+static unsigned to_poll(unsigned ev)
+{
+	/* EPOLL* and POLL* share their values for these bits. */
+	return ev & (POLLIN | POLLOUT | POLLERR | POLLHUP | POLLRDNORM | POLLWRNORM | POLLRDHUP);
+}
+
+static int64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* What an entry is to us. */
+enum { K_KERNEL, K_ENGINE, K_LEFTOVER };
+
+int rs_wait_poll(struct pollfd *fds, unsigned long n, int timeout_ms, const struct timespec *tmo,
+		 const sigset_t *ss, int *handled)
+{
+	struct rs_ring *r = rs_ring_tls;
+	*handled = 0;
+	int any = 0;
+	for (unsigned long i = 0; i < n && !any; i++) {
+		struct rs_sock *s = rs_fd_peek(fds[i].fd);
+		struct rs_tcp *t = s ? atomic_load(&s->eng) : NULL;
+		if (t && !rs_tcp_passive(t))
+			any = 1;
+		else if (fds[i].fd >= 0 && rs_ep_known(fds[i].fd))
+			rs_ep_demote_nested(fds[i].fd);
+	}
+	if (!any) {
+		if (r && rs_ring_has_work(r)) {
+			rs_ring_lock(r);
+			rs_ring_progress(r);
+			rs_ring_unlock(r);
+		}
+		return 0;
+	}
+	*handled = 1;
+	if (n > 65536)
+		return -EINVAL;
+	/* Sockets owned by other threads go back to the kernel path first. */
+	for (unsigned long i = 0; i < n; i++) {
+		struct rs_sock *s = rs_fd_peek(fds[i].fd);
+		struct rs_tcp *t = s ? atomic_load(&s->eng) : NULL;
+		if (t && t->owner && t->owner != r && t->mode == RS_TM_ARMED)
+			rs_tcp_before_kernel(s, fds[i].fd, RINGSOCK_PT_THREAD);
+	}
+	struct pollfd *k = malloc((n + 1) * sizeof(*k));
+	unsigned char *kind = malloc(n + 1);
+	if (!k || !kind) {
+		free(k);
+		free(kind);
+		return -ENOMEM;
+	}
+	if (tmo)
+		timeout_ms = (int)(tmo->tv_sec * 1000 + (tmo->tv_nsec + 999999) / 1000000);
+	int64_t deadline = timeout_ms > 0 ? now_ns() + (int64_t)timeout_ms * 1000000 : -1;
+	int result;
+	for (;;) {
+		int ready = 0;
+		if (r)
+			rs_ring_lock(r);
+		if (r)
+			rs_ring_progress(r);
+		for (unsigned long i = 0; i < n; i++) {
+			k[i] = fds[i];
+			k[i].revents = 0;
+			kind[i] = K_KERNEL;
+			struct rs_sock *s = rs_fd_peek(fds[i].fd);
+			struct rs_tcp *t = s ? atomic_load(&s->eng) : NULL;
+			if (!t || rs_tcp_passive(t))
+				continue;
+			if (t->owner == r && r && t->mode == RS_TM_ARMED) {
+				kind[i] = K_ENGINE;
+				k[i].fd = -1; /* the kernel ignores it */
+				unsigned ev = to_poll(rs_tcp_readiness(t)) &
+					      ((unsigned)fds[i].events | POLLERR | POLLHUP);
+				k[i].revents = (short)ev;
+				ready += ev != 0;
+			} else if (!t->owner && (t->rx_bytes || t->leftover)) {
+				kind[i] = K_LEFTOVER;
+				if (fds[i].events & (POLLIN | POLLRDNORM)) {
+					k[i].revents = (short)(fds[i].events & (POLLIN | POLLRDNORM));
+					ready++;
+				}
+			}
+		}
+		unsigned long nk = n;
+		int blocking = !ready && timeout_ms != 0;
+		if (r && blocking) {
+			k[nk].fd = r->evfd;
+			k[nk].events = POLLIN;
+			k[nk].revents = 0;
+			nk++;
+			rs_ring_evfd_quiet(r, 0);
+			if (rs_ring_has_work(r)) {
+				rs_ring_evfd_quiet(r, 1);
+				rs_ring_unlock(r);
+				continue;
+			}
+		}
+		if (r)
+			rs_ring_unlock(r);
+		/* Save engine answers: the kernel call overwrites revents. */
+		short saved_stack[64], *saved = n <= 64 ? saved_stack : malloc(n * sizeof(short));
+		if (!saved) {
+			result = -ENOMEM;
+			break;
+		}
+		for (unsigned long i = 0; i < n; i++)
+			saved[i] = k[i].revents;
+		struct timespec ts, *tsp = NULL;
+		int t_ms = ready ? 0 : timeout_ms;
+		if (t_ms > 0 && deadline >= 0) {
+			int64_t left = deadline - now_ns();
+			t_ms = left <= 0 ? 0 : (int)((left + 999999) / 1000000);
+		}
+		if (t_ms >= 0) {
+			ts.tv_sec = t_ms / 1000;
+			ts.tv_nsec = (long)(t_ms % 1000) * 1000000;
+			tsp = &ts;
+		}
+		long kr = rs_syscall(SYS_ppoll, k, nk, tsp, ss, 8);
+		if (r)
+			rs_ring_evfd_quiet(r, 1);
+		int wake = 0;
+		if (nk > n && k[n].revents) {
+			uint64_t v;
+			rs_syscall(SYS_read, r->evfd, &v, sizeof(v));
+			wake = 1;
+		}
+		if (kr < 0 && !ready) {
+			if (saved != saved_stack)
+				free(saved);
+			result = (int)kr;
+			break;
+		}
+		int total = 0;
+		for (unsigned long i = 0; i < n; i++) {
+			short rev = kind[i] == K_ENGINE ? saved[i]
+				    : kind[i] == K_LEFTOVER ? (short)(saved[i] | (kr >= 0 ? k[i].revents : 0))
+				    : (kr >= 0 ? k[i].revents : 0);
+			fds[i].revents = rev;
+			total += rev != 0;
+		}
+		if (saved != saved_stack)
+			free(saved);
+		if (total || !wake || timeout_ms == 0 || (deadline >= 0 && now_ns() >= deadline)) {
+			result = total;
+			break;
+		}
+	}
+	free(k);
+	free(kind);
+	return result;
+}
