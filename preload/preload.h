@@ -120,6 +120,10 @@ static inline struct rs_sock *rs_enter_fd(int fd, int fam)
 		return NULL;
 	struct rs_sock *s = rs_fd_peek(fd);
 	rs_count_call(s != NULL, fam);
+	/* A call on another descriptor may block: sends this thread queued
+	 * must not wait for its next wait point. */
+	if (rs_unlikely(!s && rs_ring_tls && rs_ring_tls->txq))
+		rs_ring_flush_tx();
 	return s;
 }
 

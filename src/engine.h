@@ -126,6 +126,8 @@ struct io_uring_sqe *rs_ring_sqe(struct rs_ring *r); /* submits when full */
 /* Submit what is queued (sends, rearms, detaches) and run completions
  * without blocking; returns the number of completions handled. */
 int rs_ring_progress(struct rs_ring *r);
+/* This thread's queued sends go out now (before a call that may block). */
+void rs_ring_flush_tx(void);
 /* Like progress, then wait until cond(arg) or no more can happen soon
  * (timeout_ms < 0: no limit).  Returns 0, -ETIME or -EINTR. */
 int rs_ring_wait(struct rs_ring *r, int (*cond)(void *), void *arg, int timeout_ms);

@@ -269,6 +269,16 @@ int rs_ring_progress(struct rs_ring *r)
 	return handled;
 }
 
+void rs_ring_flush_tx(void)
+{
+	struct rs_ring *r = rs_ring_tls;
+	if (!r)
+		return;
+	rs_ring_lock(r);
+	rs_ring_progress(r);
+	rs_ring_unlock(r);
+}
+
 static int64_t now_ns(void)
 {
 	struct timespec ts;

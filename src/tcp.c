@@ -684,19 +684,18 @@ static int take_error(struct rs_tcp *t)
 {
 	int e = t->rx_err;
 	t->rx_err = 0;
-	t->rx_eof = 1; /* after a reset the stream reads as ended */
+	t->rx_eof = 1;        /* after a reset the stream reads as ended */
+	t->epipe_pending = 1; /* and writes fail with EPIPE */
 	return e;
 }
 
 ssize_t rs_tcp_recv(struct rs_tcp *t, const struct iovec *iov, int iovcnt, int flags)
 {
-	size_t want = iov_total(iov, iovcnt);
-	if (flags & MSG_TRUNC)
-		want = iov_total(iov, iovcnt); /* TCP: discard up to len */
-	if (want == 0)
-		return 0;
+	size_t want = iov_total(iov, iovcnt); /* with MSG_TRUNC: bytes to discard */
 	for (int round = 0;; round++) {
 		size_t got = 0;
+		if (want == 0 && rx_held(t))
+			return 0; /* like tcp_recvmsg: 0 with data queued, else EAGAIN */
 		if (rx_held(t))
 			got = rx_copy(t, iov, iovcnt, want, flags);
 		if (got) {
@@ -805,6 +804,8 @@ ssize_t rs_tcp_send(struct rs_tcp *t, const struct iovec *iov, int iovcnt, int f
 			t->epipe_pending = 1;
 		return send_error(e, flags);
 	}
+	if (t->rx_err)
+		return send_error(take_error(t), flags);
 	if (t->shut_wr || t->epipe_pending)
 		return send_error(EPIPE, flags);
 	size_t total = iov_total(iov, iovcnt);

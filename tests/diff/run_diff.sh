@@ -1,16 +1,20 @@
 #!/bin/bash
-# run_diff.sh SCENARIO LIBRARY [PRELOAD_FIRST]
+# run_diff.sh SCENARIO LIBRARY [PRELOAD_FIRST [SOURCE]]
 #
-# Runs SCENARIO three times: plain, under LIBRARY, and under LIBRARY with
-# RINGSOCK_DISABLE=1.  The transcripts (stdout) and exit statuses must be
-# identical.  The run under the library must also show, in its
-# RINGSOCK_STATS report, that the library was loaded and tracked sockets,
-# so the comparison can never pass vacuously.  PRELOAD_FIRST (a sanitizer
+# Runs SCENARIO four times: plain, under LIBRARY, under LIBRARY with the
+# engine's io_uring treated as missing (RINGSOCK_FEATURES_DISABLE=io_uring,
+# the fallback), and under LIBRARY with RINGSOCK_DISABLE=1.  The
+# transcripts (stdout) and exit statuses must be identical.  The run under
+# the library must also show, in its RINGSOCK_STATS report, that the
+# library was loaded and tracked sockets, so the comparison can never pass
+# vacuously; when SOURCE says ENGINE_MIN_ACCELERATED=N, at least N sockets
+# must have been served by the engine.  PRELOAD_FIRST (a sanitizer
 # runtime) goes in front of LIBRARY in LD_PRELOAD.
 set -u
 scn=$1
 lib=$2
 first=${3:-}
+src=${4:-}
 name=$(basename "$scn")
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -32,6 +36,7 @@ preload="$lib"
 [ -n "$first" ] && preload="$first:$lib"
 run plain
 run under LD_PRELOAD="$preload" RINGSOCK_STATS="$tmp/stats"
+run fallback LD_PRELOAD="$preload" RINGSOCK_FEATURES_DISABLE=io_uring
 run disabled LD_PRELOAD="$preload" RINGSOCK_DISABLE=1
 
 fail=0
@@ -40,7 +45,7 @@ if [ "$(cat "$tmp/plain.rc")" = 99 ]; then
 	cat "$tmp/plain.err"
 	exit 1
 fi
-for mode in under disabled; do
+for mode in under fallback disabled; do
 	if ! cmp -s "$tmp/plain.out" "$tmp/$mode.out" || ! cmp -s "$tmp/plain.rc" "$tmp/$mode.rc"; then
 		echo "$name: transcript differs: plain vs $mode"
 		echo "exit status: plain $(cat "$tmp/plain.rc"), $mode $(cat "$tmp/$mode.rc")"
@@ -60,8 +65,18 @@ if ! grep -q "tracked=[1-9]" "$tmp/stats" 2>/dev/null; then
 	cat "$tmp/stats" 2>/dev/null | head
 	fail=1
 fi
+want=0
+[ -n "$src" ] && want=$(sed -n 's/.*ENGINE_MIN_ACCELERATED=\([0-9]*\).*/\1/p' "$src" | head -1)
+if [ -n "$want" ] && [ "$want" -gt 0 ]; then
+	got=$(sed -n 's/.*accelerated=\([0-9]*\).*/\1/p' "$tmp/stats" | awk '{s+=$1} END {print s+0}')
+	if [ "$got" -lt "$want" ]; then
+		echo "$name: only $got sockets served by the engine, expected at least $want"
+		grep ringsock "$tmp/stats" | head -20
+		fail=1
+	fi
+fi
 if [ $fail = 0 ]; then
-	echo "$name: identical ($(wc -l <"$tmp/plain.out") lines, exit $(cat "$tmp/plain.rc")) plain, under ringsock and with RINGSOCK_DISABLE=1"
-	sed -n 's/.*: sockets /  sockets /p' "$tmp/stats" | head -1
+	echo "$name: identical ($(wc -l <"$tmp/plain.out") lines, exit $(cat "$tmp/plain.rc")) plain, under ringsock, with io_uring missing and with RINGSOCK_DISABLE=1"
+	sed -n 's/.*: sockets /  sockets /p; s/.*: engine /  engine /p' "$tmp/stats" | head -2
 fi
 exit $fail

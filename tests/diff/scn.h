@@ -234,4 +234,75 @@ static inline void wait_go(int fd)
 		die("wait_go");
 }
 
+
+/* ---- helpers for scenarios that run on the engine (nonblocking sockets) */
+
+static inline void set_nonblock(int fd)
+{
+	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+}
+
+/* A connected pair, both ends nonblocking. */
+static inline void nb_pair(int *c, int *s)
+{
+	tcp_pair(c, s);
+	set_nonblock(*c);
+	set_nonblock(*s);
+}
+
+/* poll one fd for ev; returns revents (0 on timeout). */
+static inline int wait_fd(int fd, short ev, int ms)
+{
+	struct pollfd p = { fd, ev, 0 };
+	int r;
+	while ((r = poll(&p, 1, ms)) < 0 && errno == EINTR)
+		;
+	return r > 0 ? p.revents : 0;
+}
+
+/* Send all of buf on a nonblocking socket (polling for room). */
+static inline long send_all_nb(int fd, const void *buf, size_t n)
+{
+	size_t done = 0;
+	while (done < n) {
+		ssize_t r = send(fd, (const char *)buf + done, n - done, MSG_NOSIGNAL);
+		if (r < 0 && (errno == EAGAIN || errno == EINTR)) {
+			wait_fd(fd, POLLOUT, 5000);
+			continue;
+		}
+		if (r < 0)
+			return -1;
+		done += (size_t)r;
+	}
+	return (long)done;
+}
+
+/* Receive until n bytes or end of stream (polling when empty). */
+static inline long recv_all_nb(int fd, void *buf, size_t n)
+{
+	size_t got = 0;
+	while (got < n) {
+		ssize_t r = recv(fd, (char *)buf + got, n - got, 0);
+		if (r == 0)
+			break;
+		if (r < 0 && (errno == EAGAIN || errno == EINTR)) {
+			if (!wait_fd(fd, POLLIN, 10000))
+				break;
+			continue;
+		}
+		if (r < 0)
+			return -1;
+		got += (size_t)r;
+	}
+	return (long)got;
+}
+
+/* Deterministic pattern bytes. */
+static inline void fill_pattern(char *b, size_t n, unsigned seed)
+{
+	for (size_t i = 0; i < n; i++) {
+		seed = seed * 1103515245u + 12345u;
+		b[i] = (char)(seed >> 16);
+	}
+}
 #endif

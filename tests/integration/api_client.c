@@ -30,12 +30,12 @@ int main(void)
 		printf("snapshot failed\n");
 		return 1;
 	}
-	printf("inet %llu inet6 %llu unix %llu tracked %llu engine_off %llu\n",
+	printf("inet %llu inet6 %llu unix %llu tracked %llu accelerated %llu\n",
 	       (unsigned long long)st.sockets_created[RINGSOCK_DOM_INET],
 	       (unsigned long long)st.sockets_created[RINGSOCK_DOM_INET6],
 	       (unsigned long long)st.sockets_created[RINGSOCK_DOM_UNIX],
 	       (unsigned long long)st.sockets_tracked,
-	       (unsigned long long)st.passthrough[RINGSOCK_PT_ENGINE_OFF]);
+	       (unsigned long long)st.sockets_accelerated);
 	/* Calls on non-socket descriptors: counted only with RINGSOCK_STATS. */
 	int dn = open("/dev/null", O_WRONLY);
 	for (int i = 0; i < 3; i++)

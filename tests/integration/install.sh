@@ -38,7 +38,7 @@ check "pkg-config knows ringsock" test -n "$cflags"
 cc $cflags -o "$TMP/api_client" "$RS_SRC/tests/integration/api_client.c" -ldl
 check "program builds against the installed header" test -x "$TMP/api_client"
 out=$(LD_PRELOAD="$DEST$libdir/libringsock.so" "$TMP/api_client")
-check "public API through dlsym sees the counters" sh -c 'echo "$0" | grep -q "inet 1 inet6 1 unix 1 tracked 2 engine_off 2"' "$out"
+check "public API through dlsym sees the counters" sh -c 'echo "$0" | grep -q "inet 1 inet6 1 unix 1 tracked 2 accelerated 0"' "$out"
 out=$("$TMP/api_client")
 check "without the library the program notices" test "$out" = "ringsock not loaded"
 # The staged command finds the staged library (../lib next to it) when
