@@ -490,7 +490,7 @@ static void ensure_ring_in(struct rs_ep *ep, struct rs_ring *r)
  * Sockets owned by another thread are collected in foreign[] to be
  * detached once no ring lock is held. */
 static int collect(struct rs_ep *ep, struct rs_ring *r, struct epoll_event *evs, int max,
-		   struct rs_sock **foreign, int *nforeign, int *fds)
+		   struct rs_sock **foreign, int *nforeign, int *fds, int *transient)
 {
 	int n = 0;
 	pthread_mutex_lock(&ep->lock);
@@ -508,21 +508,28 @@ static int collect(struct rs_ep *ep, struct rs_ring *r, struct epoll_event *evs,
 		struct rs_tcp *t = g->s ? atomic_load(&g->s->eng) : NULL;
 		if (!t)
 			continue;
-		if (t->owner && t->owner != r) {
-			if (t->mode == RS_TM_ARMED && *nforeign < 8) {
+		if (t->owner && t->owner != r && t->mode == RS_TM_ARMED) {
+			if (*nforeign < 8) {
 				fds[*nforeign] = g->fd;
 				foreign[(*nforeign)++] = g->s;
 			}
-			ready_push(ep, g); /* its owner may report it */
+			ready_push(ep, g); /* looked at again once detached */
 			continue;
 		}
 		unsigned ready;
-		if (g->engine)
+		if (g->engine && t->mode == RS_TM_ARMED) {
 			ready = rs_tcp_readiness(t);
-		else if (t->mode == RS_TM_DETACHED && !t->passive && (t->rx_bytes || t->leftover))
-			ready = EPOLLIN | EPOLLRDNORM; /* leftover after detaching */
-		else
+		} else if (!t->passive && (t->rx_bytes || t->leftover)) {
+			ready = EPOLLIN | EPOLLRDNORM; /* held after detaching */
+		} else {
+			if (t->mode == RS_TM_DETACHING) {
+				*transient = 1;
+				ready_push(ep, g); /* the owner may still move data */
+			}
 			continue;
+		}
+		if (t->mode == RS_TM_DETACHING)
+			*transient = 1;
 		unsigned ev = ready & (g->events | EPOLLERR | EPOLLHUP);
 		int et = g->events & EPOLLET;
 		if (!ev || g->disabled || (et && !g->edge))
@@ -586,14 +593,14 @@ int rs_ep_wait(int epfd, struct epoll_event *evs, int max, int timeout_ms, const
 	if (timeout_ms > 0)
 		deadline = now_ns() + (int64_t)timeout_ms * 1000000;
 	for (;;) {
-		int n = 0, nforeign = 0, wake = 0;
+		int n = 0, nforeign = 0, wake = 0, transient = 0;
 		struct rs_sock *foreign[8];
 		int ffd[8];
 		int block = timeout_ms != 0;
 		if (r) {
 			rs_ring_lock(r);
 			rs_ring_progress(r);
-			n = collect(ep, r, evs, max, foreign, &nforeign, ffd);
+			n = collect(ep, r, evs, max, foreign, &nforeign, ffd, &transient);
 			if (!n && block && !nforeign) {
 				ensure_ring_in(ep, r);
 				rs_ring_evfd_quiet(r, 0);
@@ -606,7 +613,7 @@ int rs_ep_wait(int epfd, struct epoll_event *evs, int max, int timeout_ms, const
 			rs_ring_unlock(r);
 		} else {
 			/* No ring here: sockets of other threads in this set. */
-			n = collect(ep, NULL, evs, max, foreign, &nforeign, ffd);
+			n = collect(ep, NULL, evs, max, foreign, &nforeign, ffd, &transient);
 		}
 		for (int i = 0; i < nforeign; i++)
 			rs_tcp_before_kernel(foreign[i], ffd[i], RINGSOCK_PT_THREAD);
@@ -619,6 +626,10 @@ int rs_ep_wait(int epfd, struct epoll_event *evs, int max, int timeout_ms, const
 		if (t_ms > 0 && deadline >= 0) {
 			int64_t left = deadline - now_ns();
 			t_ms = left <= 0 ? 0 : (int)((left + 999999) / 1000000);
+		}
+		if (transient && (t_ms < 0 || t_ms > 10)) {
+			t_ms = 10; /* a socket in hand-over: look again soon */
+			wake = 1;
 		}
 		long k = rs_syscall(SYS_epoll_pwait, epfd, evs + n, max - n, t_ms, ss, 8);
 		if (r)

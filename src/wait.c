@@ -76,7 +76,7 @@ int rs_wait_poll(struct pollfd *fds, unsigned long n, int timeout_ms, const stru
 	int64_t deadline = timeout_ms > 0 ? now_ns() + (int64_t)timeout_ms * 1000000 : -1;
 	int result;
 	for (;;) {
-		int ready = 0;
+		int ready = 0, transient = 0;
 		if (r)
 			rs_ring_lock(r);
 		if (r)
@@ -96,9 +96,13 @@ int rs_wait_poll(struct pollfd *fds, unsigned long n, int timeout_ms, const stru
 					      ((unsigned)fds[i].events | POLLERR | POLLHUP);
 				k[i].revents = (short)ev;
 				ready += ev != 0;
-			} else if (!t->owner && (t->rx_bytes || t->leftover)) {
+			} else {
+				/* Detached: data the engine still holds, then the
+				 * kernel.  While detaching, the owner may still move
+				 * data: look again every few milliseconds. */
 				kind[i] = K_LEFTOVER;
-				if (fds[i].events & (POLLIN | POLLRDNORM)) {
+				transient |= t->mode == RS_TM_DETACHING;
+				if ((t->rx_bytes || t->leftover) && (fds[i].events & (POLLIN | POLLRDNORM))) {
 					k[i].revents = (short)(fds[i].events & (POLLIN | POLLRDNORM));
 					ready++;
 				}
@@ -134,6 +138,9 @@ int rs_wait_poll(struct pollfd *fds, unsigned long n, int timeout_ms, const stru
 			int64_t left = deadline - now_ns();
 			t_ms = left <= 0 ? 0 : (int)((left + 999999) / 1000000);
 		}
+		int sliced = transient && (t_ms < 0 || t_ms > 10);
+		if (sliced)
+			t_ms = 10;
 		if (t_ms >= 0) {
 			ts.tv_sec = t_ms / 1000;
 			ts.tv_nsec = (long)(t_ms % 1000) * 1000000;
@@ -164,7 +171,7 @@ int rs_wait_poll(struct pollfd *fds, unsigned long n, int timeout_ms, const stru
 		}
 		if (saved != saved_stack)
 			free(saved);
-		if (total || !wake || timeout_ms == 0 || (deadline >= 0 && now_ns() >= deadline)) {
+		if (total || (!wake && !sliced) || timeout_ms == 0 || (deadline >= 0 && now_ns() >= deadline)) {
 			result = total;
 			break;
 		}
