@@ -161,6 +161,7 @@ int rs_fd_track(int fd, int domain, int type, int protocol)
 	s->rcvbuf = s->sndbuf = 0;
 	s->no_engine = 0;
 	s->pt_counted = 0;
+	s->pt_counted_blocking = 0;
 	s->regs = NULL;
 	atomic_store(&s->eng, NULL);
 	atomic_store(&s->nfds, 0);

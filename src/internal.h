@@ -80,7 +80,7 @@ struct rs_sock {
 	int rcvbuf, sndbuf;     /* set by the application, 0 if not */
 	uint8_t no_engine;      /* never arm it (pt_reason says why) */
 	uint8_t pt_counted;     /* counted as accelerated or passed through */
-	uint8_t fds_beyond;     /* unused */
+	uint8_t pt_counted_blocking; /* counted once as blocking */
 	_Atomic(struct rs_tcp *) eng; /* engine state (engine.h), NULL if none */
 	struct rs_epreg *regs;  /* its epoll registrations (ep.c) */
 };

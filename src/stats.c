@@ -118,7 +118,7 @@ static const char *const fam_names[RINGSOCK_FAM_COUNT] = {
 static const char *const dom_names[RINGSOCK_DOM_COUNT] = { "inet", "inet6", "unix", "other" };
 static const char *const pt_names[RINGSOCK_PT_COUNT] = {
 	"engine_off", "disabled", "no_io_uring", "table_full", "udp", "listener",
-	"thread", "dup", "fork", "option", "epoll",
+	"thread", "dup", "fork", "option", "epoll", "blocking",
 };
 
 int rs_stats_format(char *buf, size_t len)

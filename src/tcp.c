@@ -67,7 +67,7 @@ static size_t default_rcvbuf(void)
 
 static void count_passthrough(struct rs_sock *s, int reason)
 {
-	if (s->pt_counted)
+	if (s->pt_counted || (reason == RINGSOCK_PT_BLOCKING && s->pt_counted_blocking))
 		return;
 	s->pt_counted = 1;
 	s->pt_reason = reason;
@@ -318,7 +318,14 @@ static struct rs_tcp *arm(struct rs_sock *s, int fd)
 		rs_tcp_passthrough(s, RINGSOCK_PT_LISTENER);
 		return NULL;
 	}
-	if (!s->nonblock || atomic_load(&s->nfds) != 1 || !connected(s, fd))
+	if (!s->nonblock) {
+		/* Blocking sockets stay on the kernel path (it may change). */
+		count_passthrough(s, RINGSOCK_PT_BLOCKING);
+		s->pt_counted = 0;
+		s->pt_counted_blocking = 1;
+		return NULL;
+	}
+	if (atomic_load(&s->nfds) != 1 || !connected(s, fd))
 		return NULL; /* maybe later */
 	struct rs_ring *r = rs_ring_get();
 	if (!r)

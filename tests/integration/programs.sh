@@ -1,7 +1,9 @@
 # Real programs under the launcher: iperf3 (TCP, reverse, parallel, UDP),
 # sockperf (ping-pong and throughput), socat with a checksummed transfer.
 # Each must work as it does without ringsock, and ringsock's counters must
-# show its sockets were tracked.
+# show its sockets were tracked and, for TCP, that the io_uring engine
+# carried the traffic (sockets accelerated, calls answered without a
+# system call).
 . "$(dirname "$0")/lib.sh"
 need iperf3
 need sockperf
@@ -47,6 +49,14 @@ for mode in tcp reverse parallel udp; do
 	check "iperf3 $mode: server sockets tracked" test "$(stat_sum "$TMP/srv.stats" tracked)" -ge 2
 	moved=$(( $(stat_sum "$TMP/cli.stats" sent) + $(stat_sum "$TMP/cli.stats" received) ))
 	check "iperf3 $mode: client counters saw the traffic ($moved bytes)" test "$moved" -gt 1000000
+	if [ $mode != udp ]; then
+		want=1
+		[ $mode = parallel ] && want=4
+		check "iperf3 $mode: engine served the server's data sockets" \
+			test "$(stat_sum "$TMP/srv.stats" accelerated)" -ge $want
+		check "iperf3 $mode: engine answered calls without syscalls" \
+			test "$(stat_sum "$TMP/srv.stats" calls_nosys)" -gt 1000
+	fi
 done
 
 # ---- sockperf ----
@@ -64,6 +74,8 @@ check "sockperf throughput: summary" grep -q "Summary: BandWidth is" "$TMP/tp.ou
 kill -INT $spid 2>/dev/null
 wait $spid 2>/dev/null
 check "sockperf server: sockets tracked" test "$(stat_sum "$TMP/sp-srv.stats" tracked)" -ge 2
+# sockperf uses blocking sockets: the kernel path serves them, and says so.
+check "sockperf server: blocking sockets reported as passed through" test "$(stat_sum "$TMP/sp-srv.stats" blocking)" -ge 1
 
 # ---- socat: 32 MiB, checksummed on both ends ----
 head -c $((32 << 20)) /dev/urandom >"$TMP/in.bin"
@@ -80,6 +92,7 @@ b=$(sha256sum <"$TMP/out.bin")
 check "socat: checksums match" test "$a" = "$b"
 check "socat: receiver counted every byte" test "$(stat_sum "$TMP/socat-rx.stats" received)" = $((32 << 20))
 check "socat: sender counted every byte" test "$(stat_sum "$TMP/socat-tx.stats" sent)" = $((32 << 20))
+check "socat: blocking sockets reported as passed through" test "$(( $(stat_sum "$TMP/socat-rx.stats" blocking) + $(stat_sum "$TMP/socat-tx.stats" blocking) ))" -ge 1
 # UDP through socat: datagrams arrive intact.
 port=$(free_port)
 "$RS" socat -u "UDP-RECV:$port,bind=127.0.0.1" "OPEN:$TMP/udp.out,creat,trunc" &
