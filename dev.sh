@@ -64,6 +64,9 @@ test)
 	echo "== differential harness and unit tests under ASan+UBSan (build-asan/)"
 	build build-asan -DRINGSOCK_SANITIZE=address,undefined
 	(cd build-asan && ctest -j2 --output-on-failure --timeout 900)
+	echo "== differential harness and unit tests under ThreadSanitizer (build-tsan/)"
+	build build-tsan -DRINGSOCK_SANITIZE=thread
+	(cd build-tsan && ctest -j2 --output-on-failure --timeout 900)
 	;;
 *)
 	awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"

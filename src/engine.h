@@ -49,6 +49,32 @@
 #define IORING_SETUP_SINGLE_ISSUER (1U << 12)
 #endif
 
+/* Fields another thread may read without the socket's lock, as a hint it
+ * re-checks (mode, rx_bytes, leftover): written and read with these. */
+#define RS_LOAD(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
+#define RS_STORE(x, v) __atomic_store_n(&(x), (v), __ATOMIC_RELAXED)
+
+/* Engine mutexes.  Under ThreadSanitizer the library runs inside TSan's
+ * own interceptors (read, poll, send...), where TSan does not record the
+ * mutex operations it intercepts; annotate them so it sees the ordering. */
+#if defined(__SANITIZE_THREAD__)
+void __tsan_acquire(void *addr);
+void __tsan_release(void *addr);
+static inline void rs_mutex_lock(pthread_mutex_t *m)
+{
+	pthread_mutex_lock(m);
+	__tsan_acquire(m);
+}
+static inline void rs_mutex_unlock(pthread_mutex_t *m)
+{
+	__tsan_release(m);
+	pthread_mutex_unlock(m);
+}
+#else
+#define rs_mutex_lock pthread_mutex_lock
+#define rs_mutex_unlock pthread_mutex_unlock
+#endif
+
 struct rs_ring;
 struct rs_tcp;
 struct rs_ep;
@@ -96,8 +122,11 @@ void rs_buf_flush(struct rs_ring *r); /* advance the tail for the batch */
 
 /* ---- ring.c ------------------------------------------------------------- */
 struct rs_ring {
-	struct io_uring ring;
+	/* kept when a dead thread's ring record is reused: */
 	pthread_mutex_t lock;
+	struct rs_ring *all_next; /* process-wide list (fork, exit) */
+	/* reset for each new owner thread: */
+	struct io_uring ring;
 	int tid;
 	int evfd;               /* eventfd signalled by the ring, for waiters */
 	int dead;               /* owner thread exited */
@@ -111,7 +140,6 @@ struct rs_ring {
 	unsigned nr_tx_sqes;    /* sends prepared since the last submit */
 	unsigned send_batch;
 	uint64_t enters;
-	struct rs_ring *all_next; /* process-wide list (fork, exit) */
 };
 
 /* This thread's ring, created on first use; NULL if the engine is off or

@@ -212,7 +212,7 @@ static int ctl_sock(struct rs_ep *ep, int op, int fd, struct rs_sock *s, struct 
 	struct rs_tcp *t = NULL;
 	if (op != EPOLL_CTL_DEL && !s->no_engine)
 		t = rs_tcp_enter(s, fd, 1);
-	pthread_mutex_lock(&ctl_lock);
+	rs_mutex_lock(&ctl_lock);
 	struct rs_epreg *g = byfd_get(ep, fd);
 	long e;
 	switch (op) {
@@ -247,10 +247,10 @@ static int ctl_sock(struct rs_ep *ep, int op, int fd, struct rs_sock *s, struct 
 		}
 		g->sock_next = s->regs;
 		s->regs = g;
-		pthread_mutex_lock(&ep->lock);
+		rs_mutex_lock(&ep->lock);
 		g->edge = 1;
 		ready_push(ep, g);
-		pthread_mutex_unlock(&ep->lock);
+		rs_mutex_unlock(&ep->lock);
 		break;
 	case EPOLL_CTL_MOD:
 		if (!g || g->s != s) {
@@ -269,11 +269,11 @@ static int ctl_sock(struct rs_ep *ep, int op, int fd, struct rs_sock *s, struct 
 				break;
 			}
 		}
-		pthread_mutex_lock(&ep->lock);
+		rs_mutex_lock(&ep->lock);
 		g->disabled = 0;
 		g->edge = 1;
 		ready_push(ep, g);
-		pthread_mutex_unlock(&ep->lock);
+		rs_mutex_unlock(&ep->lock);
 		break;
 	default: /* DEL */
 		e = real_ctl(ep->epfd, op, fd, 0, 0);
@@ -284,14 +284,14 @@ static int ctl_sock(struct rs_ep *ep, int op, int fd, struct rs_sock *s, struct 
 				pp = &(*pp)->sock_next;
 			if (*pp)
 				*pp = g->sock_next;
-			pthread_mutex_lock(&ep->lock);
+			rs_mutex_lock(&ep->lock);
 			ready_unlink_all(ep, g);
-			pthread_mutex_unlock(&ep->lock);
+			rs_mutex_unlock(&ep->lock);
 			reg_free(g);
 		}
 		break;
 	}
-	pthread_mutex_unlock(&ctl_lock);
+	rs_mutex_unlock(&ctl_lock);
 	if (t)
 		rs_tcp_unlock(t);
 	return (int)e;
@@ -323,7 +323,7 @@ void rs_ep_demote_nested(int epfd)
 	for (;;) {
 		struct rs_sock *victim = NULL;
 		int vfd = -1;
-		pthread_mutex_lock(&ctl_lock);
+		rs_mutex_lock(&ctl_lock);
 		for (unsigned fd = 0; fd < ep->nbyfd && !victim; fd++) {
 			struct rs_epreg *g = ep->byfd[fd];
 			if (g && g->s && engine_mode(g->s)) {
@@ -331,7 +331,7 @@ void rs_ep_demote_nested(int epfd)
 				vfd = (int)fd;
 			}
 		}
-		pthread_mutex_unlock(&ctl_lock);
+		rs_mutex_unlock(&ctl_lock);
 		if (!victim)
 			return;
 		rs_tcp_before_kernel(victim, vfd, RINGSOCK_PT_EPOLL);
@@ -345,34 +345,34 @@ void rs_ep_demote_nested(int epfd)
 void rs_ep_sock_changed(struct rs_tcp *t)
 {
 	for (struct rs_epreg *g = t->sock->regs; g; g = g->sock_next) {
-		pthread_mutex_lock(&g->ep->lock);
+		rs_mutex_lock(&g->ep->lock);
 		g->edge = 1;
 		ready_push(g->ep, g);
-		pthread_mutex_unlock(&g->ep->lock);
+		rs_mutex_unlock(&g->ep->lock);
 	}
 }
 
 void rs_ep_sock_armed(struct rs_tcp *t)
 {
-	pthread_mutex_lock(&ctl_lock);
+	rs_mutex_lock(&ctl_lock);
 	for (struct rs_epreg *g = t->sock->regs; g; g = g->sock_next) {
 		g->engine = 1;
 		real_ctl(g->ep->epfd, EPOLL_CTL_MOD, g->fd, kernel_events(g), (uint64_t)(uintptr_t)g);
 	}
-	pthread_mutex_unlock(&ctl_lock);
+	rs_mutex_unlock(&ctl_lock);
 	rs_ep_sock_changed(t);
 }
 
 void rs_ep_sock_detached(struct rs_tcp *t)
 {
-	pthread_mutex_lock(&ctl_lock);
+	rs_mutex_lock(&ctl_lock);
 	for (struct rs_epreg *g = t->sock->regs; g; g = g->sock_next) {
 		g->engine = 0;
 		uint32_t ev = g->disabled ? (g->events & ~(EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLPRI))
 					  : g->events;
 		real_ctl(g->ep->epfd, EPOLL_CTL_MOD, g->fd, ev, (uint64_t)(uintptr_t)g);
 	}
-	pthread_mutex_unlock(&ctl_lock);
+	rs_mutex_unlock(&ctl_lock);
 	rs_ep_sock_changed(t);
 }
 
@@ -382,19 +382,19 @@ void rs_ep_sock_detached(struct rs_tcp *t)
 void rs_ep_sock_gone(struct rs_tcp *t)
 {
 	struct rs_sock *s = t->sock;
-	pthread_mutex_lock(&ctl_lock);
+	rs_mutex_lock(&ctl_lock);
 	while (s->regs) {
 		struct rs_epreg *g = s->regs;
 		s->regs = g->sock_next;
 		real_ctl(g->ep->epfd, EPOLL_CTL_DEL, g->fd, 0, 0);
 		if (byfd_get(g->ep, g->fd) == g)
 			byfd_set(g->ep, g->fd, NULL);
-		pthread_mutex_lock(&g->ep->lock);
+		rs_mutex_lock(&g->ep->lock);
 		ready_unlink_all(g->ep, g);
-		pthread_mutex_unlock(&g->ep->lock);
+		rs_mutex_unlock(&g->ep->lock);
 		reg_free(g);
 	}
-	pthread_mutex_unlock(&ctl_lock);
+	rs_mutex_unlock(&ctl_lock);
 }
 
 /* A tracked socket never armed is closed: forget its registrations (the
@@ -403,18 +403,18 @@ void rs_ep_forget_sock(struct rs_sock *s)
 {
 	if (!s->regs)
 		return;
-	pthread_mutex_lock(&ctl_lock);
+	rs_mutex_lock(&ctl_lock);
 	while (s->regs) {
 		struct rs_epreg *g = s->regs;
 		s->regs = g->sock_next;
 		if (byfd_get(g->ep, g->fd) == g)
 			byfd_set(g->ep, g->fd, NULL);
-		pthread_mutex_lock(&g->ep->lock);
+		rs_mutex_lock(&g->ep->lock);
 		ready_unlink_all(g->ep, g);
-		pthread_mutex_unlock(&g->ep->lock);
+		rs_mutex_unlock(&g->ep->lock);
 		reg_free(g);
 	}
-	pthread_mutex_unlock(&ctl_lock);
+	rs_mutex_unlock(&ctl_lock);
 }
 
 void rs_ep_close(int epfd)
@@ -423,7 +423,7 @@ void rs_ep_close(int epfd)
 	if (!ep)
 		return;
 	atomic_store(&eps[epfd], NULL);
-	pthread_mutex_lock(&ctl_lock);
+	rs_mutex_lock(&ctl_lock);
 	for (unsigned fd = 0; fd < ep->nbyfd; fd++) {
 		struct rs_epreg *g = ep->byfd[fd];
 		if (!g)
@@ -438,7 +438,7 @@ void rs_ep_close(int epfd)
 	for (int i = 0; i < RS_EP_RINGS; i++)
 		if (ep->rings[i])
 			reg_free(ep->rings[i]);
-	pthread_mutex_unlock(&ctl_lock);
+	rs_mutex_unlock(&ctl_lock);
 	free(ep->byfd);
 	pthread_mutex_destroy(&ep->lock);
 	/* ep itself is leaked on purpose: another thread may be inside
@@ -451,11 +451,11 @@ void rs_ep_close(int epfd)
 static void ensure_ring_in(struct rs_ep *ep, struct rs_ring *r)
 {
 	int free_slot = -1;
-	pthread_mutex_lock(&ctl_lock);
+	rs_mutex_lock(&ctl_lock);
 	for (int i = 0; i < RS_EP_RINGS; i++) {
 		struct rs_epreg *g = ep->rings[i];
 		if (g && g->ring == r && g->fd == r->evfd) {
-			pthread_mutex_unlock(&ctl_lock);
+			rs_mutex_unlock(&ctl_lock);
 			return;
 		}
 		if (g && g->ring == r) { /* the ring was reused by a new thread */
@@ -483,7 +483,7 @@ static void ensure_ring_in(struct rs_ep *ep, struct rs_ring *r)
 		}
 	}
 	ep->rings[free_slot] = g;
-	pthread_mutex_unlock(&ctl_lock);
+	rs_mutex_unlock(&ctl_lock);
 }
 
 /* Engine readiness of the set's engine sockets owned by r (r locked).
@@ -493,7 +493,7 @@ static int collect(struct rs_ep *ep, struct rs_ring *r, struct epoll_event *evs,
 		   struct rs_sock **foreign, int *nforeign, int *fds, int *transient)
 {
 	int n = 0;
-	pthread_mutex_lock(&ep->lock);
+	rs_mutex_lock(&ep->lock);
 	struct rs_epreg *list = ep->ready_head, *keep = NULL, *keep_tail = NULL;
 	ep->ready_head = ep->ready_tail = NULL;
 	uint32_t round = ++ep->round;
@@ -508,7 +508,9 @@ static int collect(struct rs_ep *ep, struct rs_ring *r, struct epoll_event *evs,
 		struct rs_tcp *t = g->s ? atomic_load(&g->s->eng) : NULL;
 		if (!t)
 			continue;
-		if (t->owner && t->owner != r && t->mode == RS_TM_ARMED) {
+		struct rs_ring *o = RS_LOAD(t->owner);
+		int mode = RS_LOAD(t->mode);
+		if (o && o != r && mode == RS_TM_ARMED) {
 			if (*nforeign < 8) {
 				fds[*nforeign] = g->fd;
 				foreign[(*nforeign)++] = g->s;
@@ -517,18 +519,18 @@ static int collect(struct rs_ep *ep, struct rs_ring *r, struct epoll_event *evs,
 			continue;
 		}
 		unsigned ready;
-		if (g->engine && t->mode == RS_TM_ARMED) {
+		if (g->engine && o == r && mode == RS_TM_ARMED) {
 			ready = rs_tcp_readiness(t);
-		} else if (!t->passive && (t->rx_bytes || t->leftover)) {
+		} else if (!rs_tcp_passive(t) && (RS_LOAD(t->rx_bytes) || RS_LOAD(t->leftover))) {
 			ready = EPOLLIN | EPOLLRDNORM; /* held after detaching */
 		} else {
-			if (t->mode == RS_TM_DETACHING) {
+			if (mode == RS_TM_DETACHING) {
 				*transient = 1;
 				ready_push(ep, g); /* the owner may still move data */
 			}
 			continue;
 		}
-		if (t->mode == RS_TM_DETACHING)
+		if (mode == RS_TM_DETACHING)
 			*transient = 1;
 		unsigned ev = ready & (g->events | EPOLLERR | EPOLLHUP);
 		int et = g->events & EPOLLET;
@@ -560,7 +562,7 @@ static int collect(struct rs_ep *ep, struct rs_ring *r, struct epoll_event *evs,
 			ep->ready_head = keep;
 		ep->ready_tail = keep_tail;
 	}
-	pthread_mutex_unlock(&ep->lock);
+	rs_mutex_unlock(&ep->lock);
 	return n;
 }
 
@@ -655,7 +657,8 @@ int rs_ep_wait(int epfd, struct epoll_event *evs, int max, int timeout_ms, const
 				continue;
 			}
 			struct rs_tcp *t = g->s ? atomic_load(&g->s->eng) : NULL;
-			if (t && !t->passive && t->mode == RS_TM_DETACHED && (t->rx_bytes || t->leftover))
+			if (t && !rs_tcp_passive(t) && RS_LOAD(t->mode) == RS_TM_DETACHED &&
+			    (RS_LOAD(t->rx_bytes) || RS_LOAD(t->leftover)))
 				e.events |= EPOLLIN | EPOLLRDNORM;
 			e.data.u64 = g->data;
 			if (g->seen == ep->round && out > 0) {

@@ -77,7 +77,8 @@ static struct rs_sock *rec_alloc(void)
 	uint64_t head = atomic_load(&free_head);
 	while ((uint32_t)head) {
 		struct rs_sock *s = rec_at((uint32_t)head - 1);
-		uint64_t next = ((head >> 32) + 1) << 32 | s->next_free;
+		uint64_t next = ((head >> 32) + 1) << 32 |
+				__atomic_load_n(&s->next_free, __ATOMIC_RELAXED);
 		if (atomic_compare_exchange_weak(&free_head, &head, next))
 			return s;
 	}
@@ -99,7 +100,7 @@ static void rec_free(struct rs_sock *s)
 {
 	uint64_t head = atomic_load(&free_head);
 	do {
-		s->next_free = (uint32_t)head;
+		__atomic_store_n(&s->next_free, (uint32_t)head, __ATOMIC_RELAXED);
 	} while (!atomic_compare_exchange_weak(&free_head, &head,
 					       ((head >> 32) + 1) << 32 | (s->index + 1)));
 	atomic_fetch_sub(&live, 1);

@@ -10,6 +10,7 @@
  * own submissions do not wake anyone.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
@@ -115,12 +116,12 @@ struct rs_ring *rs_ring_get(void)
 		return NULL;
 	/* Reuse the record of a thread that has exited (rings are type-stable:
 	 * other threads may still look at a dead one). */
-	pthread_mutex_lock(&all_lock);
+	rs_mutex_lock(&all_lock);
 	for (r = all_rings; r && !r->dead; r = r->all_next)
 		;
 	if (r)
 		r->dead = 0; /* claimed */
-	pthread_mutex_unlock(&all_lock);
+	rs_mutex_unlock(&all_lock);
 	int fresh = r == NULL;
 	if (fresh) {
 		r = calloc(1, sizeof(*r));
@@ -130,11 +131,7 @@ struct rs_ring *rs_ring_get(void)
 		}
 		pthread_mutex_init(&r->lock, NULL);
 	}
-	struct rs_ring *keep_next = r->all_next;
-	pthread_mutex_t keep_lock = r->lock;
-	memset(r, 0, sizeof(*r));
-	r->lock = keep_lock;
-	r->all_next = keep_next;
+	memset(&r->ring, 0, sizeof(*r) - offsetof(struct rs_ring, ring));
 	int e = ring_create(r);
 	if (e < 0) {
 		ring_failed = 1;
@@ -150,10 +147,10 @@ struct rs_ring *rs_ring_get(void)
 	r->frag.chunk_size = rs_rt.cfg.v[RS_K_HIGH_ORDER_ALLOC_DISABLE] ? 4096 : 32768;
 	r->send_batch = (unsigned)rs_rt.cfg.v[RS_K_SEND_BATCH];
 	if (fresh) {
-		pthread_mutex_lock(&all_lock);
+		rs_mutex_lock(&all_lock);
 		r->all_next = all_rings;
 		all_rings = r;
-		pthread_mutex_unlock(&all_lock);
+		rs_mutex_unlock(&all_lock);
 	}
 	rs_ring_tls = r;
 	pthread_setspecific(exit_key, r);
@@ -163,12 +160,12 @@ struct rs_ring *rs_ring_get(void)
 
 void rs_ring_lock(struct rs_ring *r)
 {
-	pthread_mutex_lock(&r->lock);
+	rs_mutex_lock(&r->lock);
 }
 
 void rs_ring_unlock(struct rs_ring *r)
 {
-	pthread_mutex_unlock(&r->lock);
+	rs_mutex_unlock(&r->lock);
 }
 
 static int ring_enter(struct rs_ring *r, unsigned wait_nr, struct __kernel_timespec *ts,
@@ -255,6 +252,7 @@ static void ring_prepare(struct rs_ring *r)
 
 int rs_ring_progress(struct rs_ring *r)
 {
+
 	int handled = 0;
 	for (int round = 0; round < 4; round++) {
 		ring_prepare(r);
@@ -340,7 +338,7 @@ void rs_engine_before_fork(void)
 	if (!rs_engine_on)
 		return;
 	struct rs_ring *mine = rs_ring_tls;
-	pthread_mutex_lock(&all_lock);
+	rs_mutex_lock(&all_lock);
 	for (struct rs_ring *r = all_rings; r; r = r->all_next) {
 		if (r->dead)
 			continue;
@@ -363,7 +361,7 @@ void rs_engine_after_fork_parent(void)
 	for (struct rs_ring *r = all_rings; r; r = r->all_next)
 		if (!r->dead)
 			rs_ring_unlock(r);
-	pthread_mutex_unlock(&all_lock);
+	rs_mutex_unlock(&all_lock);
 }
 
 void rs_engine_after_fork_child(void)
@@ -405,7 +403,7 @@ void rs_engine_flush_all(void)
 	if (!rs_engine_on)
 		return;
 	struct rs_ring *mine = rs_ring_tls;
-	pthread_mutex_lock(&all_lock);
+	rs_mutex_lock(&all_lock);
 	for (struct rs_ring *r = all_rings; r; r = r->all_next) {
 		if (r->dead)
 			continue;
@@ -422,5 +420,5 @@ void rs_engine_flush_all(void)
 		}
 		rs_ring_unlock(r);
 	}
-	pthread_mutex_unlock(&all_lock);
+	rs_mutex_unlock(&all_lock);
 }

@@ -44,7 +44,8 @@ static RS_TLS struct rs_ring *held_ring;
 
 static size_t default_rcvbuf(void)
 {
-	static size_t v;
+	static size_t cached;
+	size_t v = __atomic_load_n(&cached, __ATOMIC_RELAXED);
 	if (v)
 		return v;
 	char buf[64] = { 0 };
@@ -61,8 +62,8 @@ static size_t default_rcvbuf(void)
 				def = d;
 		}
 	}
-	v = def;
-	return v;
+	__atomic_store_n(&cached, def, __ATOMIC_RELAXED);
+	return def;
 }
 
 static void count_passthrough(struct rs_sock *s, int reason)
@@ -98,12 +99,12 @@ static void lock_t(struct rs_tcp *t)
 			rs_ring_unlock(o);
 			continue;
 		}
-		pthread_mutex_lock(&t->mu);
+		rs_mutex_lock(&t->mu);
 		if (!__atomic_load_n(&t->owner, __ATOMIC_ACQUIRE)) {
 			held_ring = NULL;
 			return;
 		}
-		pthread_mutex_unlock(&t->mu);
+		rs_mutex_unlock(&t->mu);
 	}
 }
 
@@ -112,7 +113,7 @@ void rs_tcp_unlock(struct rs_tcp *t)
 	if (held_ring)
 		rs_ring_unlock(held_ring);
 	else
-		pthread_mutex_unlock(&t->mu);
+		rs_mutex_unlock(&t->mu);
 }
 
 /* ---- queues -------------------------------------------------------------- */
@@ -153,7 +154,7 @@ static int rx_push(struct rs_tcp *t, char *data, uint32_t len, int32_t bid)
 	g->len = len;
 	g->off = 0;
 	g->bid = bid;
-	t->rx_bytes += len;
+	RS_STORE(t->rx_bytes, t->rx_bytes + len);
 	if (bid >= 0)
 		t->rx_bufs++;
 	return 0;
@@ -178,7 +179,7 @@ static void rx_drop_all(struct rs_tcp *t)
 {
 	while (t->rx_cnt)
 		rx_pop(t);
-	t->rx_bytes = 0;
+	RS_STORE(t->rx_bytes, 0);
 }
 
 /* Copy ring-buffer segments to the heap, so the ring can go. */
@@ -337,7 +338,7 @@ static struct rs_tcp *arm(struct rs_sock *s, int fd)
 	t->fd = fd;
 	t->sock = s;
 	atomic_fetch_add(&s->refs, 1);
-	t->mode = RS_TM_ARMED;
+	RS_STORE(t->mode, RS_TM_ARMED);
 	size_t lim = (size_t)rs_rt.cfg.v[RS_K_RCVBUF_LIMIT];
 	if (!lim)
 		lim = s->rcvbuf ? (size_t)s->rcvbuf * 2 : default_rcvbuf();
@@ -349,23 +350,25 @@ static struct rs_tcp *arm(struct rs_sock *s, int fd)
 	t->rx_limit = lim;
 	t->tx_limit = s->sndbuf ? (size_t)s->sndbuf * 2 : 262144;
 	rs_ring_lock(r);
-	/* Lost a race with another thread arming it? */
+	/* Owned before it is published: a racing thread that finds it locks
+	 * this ring and waits for us. */
+	__atomic_store_n(&t->owner, r, __ATOMIC_RELEASE);
 	struct rs_tcp *expect = NULL;
 	if (!atomic_compare_exchange_strong(&s->eng, &expect, t)) {
+		/* Lost a race with another thread arming it. */
 		rs_ring_unlock(r);
 		atomic_fetch_sub(&s->refs, 1);
 		pthread_mutex_destroy(&t->mu);
 		free(t);
 		return NULL;
 	}
-	t->owner = r;
 	owned_link(r, t);
-	pthread_mutex_lock(&socks_lock);
+	rs_mutex_lock(&socks_lock);
 	t->all_next = socks;
 	if (socks)
 		socks->all_prev = t;
 	socks = t;
-	pthread_mutex_unlock(&socks_lock);
+	rs_mutex_unlock(&socks_lock);
 	held_ring = r;
 	s->pt_counted = 1;
 	rs_stat_add(RS_C_SOCKETS_ACCELERATED, 1);
@@ -376,14 +379,14 @@ static struct rs_tcp *arm(struct rs_sock *s, int fd)
 
 static void free_t(struct rs_tcp *t)
 {
-	pthread_mutex_lock(&socks_lock);
+	rs_mutex_lock(&socks_lock);
 	if (t->all_prev)
 		t->all_prev->all_next = t->all_next;
 	else if (socks == t)
 		socks = t->all_next;
 	if (t->all_next)
 		t->all_next->all_prev = t->all_prev;
-	pthread_mutex_unlock(&socks_lock);
+	rs_mutex_unlock(&socks_lock);
 	free(t->rx);
 	free(t->tx);
 	if (t->leftover)
@@ -398,11 +401,11 @@ static void free_t(struct rs_tcp *t)
 static void finalize_detach(struct rs_ring *r, struct rs_tcp *t)
 {
 	rx_to_heap(t);
-	pthread_mutex_lock(&t->mu);
+	rs_mutex_lock(&t->mu);
 	owned_unlink(r, t);
-	t->mode = RS_TM_DETACHED;
+	RS_STORE(t->mode, RS_TM_DETACHED);
 	__atomic_store_n(&t->owner, NULL, __ATOMIC_RELEASE);
-	pthread_mutex_unlock(&t->mu);
+	rs_mutex_unlock(&t->mu);
 	rs_ep_sock_detached(t);
 }
 
@@ -446,7 +449,7 @@ static void detach_remote(struct rs_tcp *t)
 	struct rs_ring *o = t->owner;
 	rs_ring_reap(o);
 	if (t->mode == RS_TM_ARMED) {
-		t->mode = RS_TM_DETACHING;
+		RS_STORE(t->mode, RS_TM_DETACHING);
 		count_passthrough(t->sock, RINGSOCK_PT_THREAD);
 		rs_stat_add(RS_C_DETACHED, 1);
 	}
@@ -470,7 +473,7 @@ void rs_tcp_detach_self(struct rs_tcp *t, int reason)
 		return;
 	struct rs_ring *r = t->owner;
 	if (t->mode == RS_TM_ARMED) {
-		t->mode = RS_TM_DETACHING;
+		RS_STORE(t->mode, RS_TM_DETACHING);
 		count_passthrough(t->sock, reason);
 		rs_stat_add(RS_C_DETACHED, 1);
 	}
@@ -651,7 +654,7 @@ static size_t rx_copy(struct rs_tcp *t, const struct iovec *iov, int n, size_t w
 			continue;
 		}
 		g->off += (uint32_t)k;
-		t->rx_bytes -= k;
+		RS_STORE(t->rx_bytes, t->rx_bytes - k);
 		if (g->off == g->len)
 			rx_pop(t);
 	}
@@ -710,7 +713,7 @@ ssize_t rs_tcp_recv(struct rs_tcp *t, const struct iovec *iov, int iovcnt, int f
 				maybe_unthrottle(t);
 			if (t->leftover && leftover_empty(t) && !(flags & MSG_PEEK)) {
 				munmap(t->leftover, t->leftover_map);
-				t->leftover = NULL;
+				RS_STORE(t->leftover, NULL);
 			}
 			rs_stat_add(RS_C_CALLS_NOSYS, 1);
 			return (ssize_t)got;
@@ -1140,7 +1143,7 @@ int rs_tcp_close(struct rs_sock *s, int fd)
 	(void)fd;
 	struct rs_ring *held = held_ring;
 	if (!r) {
-		pthread_mutex_unlock(&t->mu);
+		rs_mutex_unlock(&t->mu);
 		free_t(t);
 		return 0;
 	}
@@ -1160,7 +1163,7 @@ static int gone_cond(void *arg)
 void rs_tcp_ring_gone(struct rs_ring *r, struct rs_tcp *t)
 {
 	if (t->mode == RS_TM_ARMED) {
-		t->mode = RS_TM_DETACHING;
+		RS_STORE(t->mode, RS_TM_DETACHING);
 		count_passthrough(t->sock, RINGSOCK_PT_THREAD);
 	}
 	cancel_recv(r, t);
@@ -1199,18 +1202,18 @@ void rs_tcp_fork_prepare(struct rs_tcp *t)
 		munmap(t->leftover, t->leftover_map);
 	l->len = (uint32_t)got;
 	l->off = 0;
-	t->leftover = l;
+	RS_STORE(t->leftover, l);
 	t->leftover_map = len;
 }
 
 void rs_engine_fork_prepare_detached(void)
 {
-	pthread_mutex_lock(&socks_lock);
+	rs_mutex_lock(&socks_lock);
 	for (struct rs_tcp *t = socks; t; t = t->all_next)
 		if (!t->owner) {
-			pthread_mutex_lock(&t->mu);
+			rs_mutex_lock(&t->mu);
 			rs_tcp_fork_prepare(t);
-			pthread_mutex_unlock(&t->mu);
+			rs_mutex_unlock(&t->mu);
 		}
 	/* socks_lock stays held across fork */
 }
@@ -1220,7 +1223,7 @@ void rs_engine_fork_release_detached(int child)
 	if (child)
 		pthread_mutex_init(&socks_lock, NULL);
 	else
-		pthread_mutex_unlock(&socks_lock);
+		rs_mutex_unlock(&socks_lock);
 }
 
 /* In the child: the ring is gone; the socket is served by the kernel after
@@ -1232,14 +1235,14 @@ void rs_tcp_fork_child(struct rs_tcp *t)
 		owned_unlink(r, t);
 	t->owner = NULL;
 	pthread_mutex_init(&t->mu, NULL);
-	t->mode = RS_TM_DETACHED;
+	RS_STORE(t->mode, RS_TM_DETACHED);
 	t->recv_armed = t->recv_cancel = t->send_inflight = t->send_async = 0;
 	t->on_txq = t->on_rearm = t->on_detach = 0;
 	t->ops_inflight = 0;
 	/* ring buffers and frag chunks are not the child's */
 	t->rx_cnt = 0;
 	t->rx_bufs = 0;
-	t->rx_bytes = 0;
+	RS_STORE(t->rx_bytes, 0);
 	t->tx_cnt = 0;
 	t->tx_bytes = 0;
 	t->linear_used = 0;

@@ -61,7 +61,7 @@ int rs_wait_poll(struct pollfd *fds, unsigned long n, int timeout_ms, const stru
 	for (unsigned long i = 0; i < n; i++) {
 		struct rs_sock *s = rs_fd_peek(fds[i].fd);
 		struct rs_tcp *t = s ? atomic_load(&s->eng) : NULL;
-		if (t && t->owner && t->owner != r && t->mode == RS_TM_ARMED)
+		if (t && RS_LOAD(t->owner) && RS_LOAD(t->owner) != r && RS_LOAD(t->mode) == RS_TM_ARMED)
 			rs_tcp_before_kernel(s, fds[i].fd, RINGSOCK_PT_THREAD);
 	}
 	struct pollfd *k = malloc((n + 1) * sizeof(*k));
@@ -89,7 +89,7 @@ int rs_wait_poll(struct pollfd *fds, unsigned long n, int timeout_ms, const stru
 			struct rs_tcp *t = s ? atomic_load(&s->eng) : NULL;
 			if (!t || rs_tcp_passive(t))
 				continue;
-			if (t->owner == r && r && t->mode == RS_TM_ARMED) {
+			if (r && RS_LOAD(t->owner) == r && RS_LOAD(t->mode) == RS_TM_ARMED) {
 				kind[i] = K_ENGINE;
 				k[i].fd = -1; /* the kernel ignores it */
 				unsigned ev = to_poll(rs_tcp_readiness(t)) &
@@ -101,8 +101,9 @@ int rs_wait_poll(struct pollfd *fds, unsigned long n, int timeout_ms, const stru
 				 * kernel.  While detaching, the owner may still move
 				 * data: look again every few milliseconds. */
 				kind[i] = K_LEFTOVER;
-				transient |= t->mode == RS_TM_DETACHING;
-				if ((t->rx_bytes || t->leftover) && (fds[i].events & (POLLIN | POLLRDNORM))) {
+				transient |= RS_LOAD(t->mode) == RS_TM_DETACHING;
+				if ((RS_LOAD(t->rx_bytes) || RS_LOAD(t->leftover)) &&
+				    (fds[i].events & (POLLIN | POLLRDNORM))) {
 					k[i].revents = (short)(fds[i].events & (POLLIN | POLLRDNORM));
 					ready++;
 				}
