@@ -83,7 +83,9 @@ struct rs_ep;
 struct rs_chunk {
 	struct rs_chunk *next;  /* free list */
 	uint32_t size, used;
-	uint32_t refs;          /* slices alive + 1 while it is the current chunk */
+	uint32_t refs;          /* slices alive + 1 while it is the current chunk
+				 * or a socket's cached chunk */
+	uint32_t cached;        /* a socket's RINGSOCK_TX_CACHE chunk */
 	char data[];
 };
 struct rs_frag_pool {
@@ -96,6 +98,11 @@ struct rs_frag_pool {
 /* Carve len bytes (len <= chunk size) from the pool; *chunk gets the
  * chunk to release.  NULL when out of memory. */
 char *rs_frag_alloc(struct rs_frag_pool *p, uint32_t len, struct rs_chunk **chunk);
+/* The same from a socket's own cached chunk (*cache, created on first use);
+ * NULL when it has no room left. */
+char *rs_frag_alloc_cached(struct rs_frag_pool *p, struct rs_chunk **cache, uint32_t len,
+			   struct rs_chunk **chunk);
+void rs_frag_cache_drop(struct rs_frag_pool *p, struct rs_chunk *cache);
 void rs_frag_release(struct rs_frag_pool *p, struct rs_chunk *c);
 void rs_frag_pool_destroy(struct rs_frag_pool *p);
 
@@ -185,7 +192,7 @@ enum rs_tcp_mode {
 	RS_TM_DETACHED,  /* leftover receive data, then the kernel */
 };
 
-struct rs_rxseg { char *data; uint32_t len, off; int32_t bid; /* -1: heap */ };
+struct rs_rxseg { char *data; uint32_t len, off; int32_t bid; /* -1: heap, -2: RX cache */ };
 struct rs_txseg { char *data; uint32_t len; struct rs_chunk *chunk; };
 
 /* Leftover receive data shared across fork (MAP_SHARED, process-shared). */
@@ -214,6 +221,10 @@ struct rs_tcp {
 	uint8_t recv_armed;       /* a multishot receive is in flight */
 	uint8_t recv_cancel;      /* its cancel has been submitted */
 	uint8_t throttled;        /* stopped pulling: over the per-socket bound */
+	uint8_t kfull;            /* the kernel's send buffer was full at the last
+				   * direct send: writability is the kernel's */
+	uint8_t rx_direct;        /* bulk reader: no multishot receive, reads go
+				   * straight to the kernel, which reports input */
 	uint8_t send_inflight;    /* one send in flight at a time */
 	uint8_t send_async;       /* it went to io-wq (the kernel buffer was full) */
 	uint8_t closing;          /* fd closed; freed when nothing is in flight */
@@ -242,6 +253,9 @@ struct rs_tcp {
 	struct msghdr msg;
 	char linear[RS_LINEAR];   /* LINEAR_FIRST: first small send */
 	uint8_t linear_used;
+	struct rs_chunk *txc;     /* TX_CACHE: the socket's own send chunk */
+	char *rxc;                /* RX_CACHE: the socket's own receive buffer */
+	uint8_t rxc_used;
 	/* epoll registrations (ep.c) */
 	struct rs_epreg *regs;
 	unsigned ops_inflight;    /* CQEs still expected (recv + send + cancel) */
@@ -301,6 +315,7 @@ void rs_ep_close(int epfd);
 void rs_ep_sock_changed(struct rs_tcp *t); /* readiness may have changed */
 void rs_ep_sock_armed(struct rs_tcp *t);   /* registrations to engine mode */
 void rs_ep_sock_detached(struct rs_tcp *t);
+void rs_ep_sock_rx_direct(struct rs_tcp *t); /* input readiness from the kernel */
 void rs_ep_sock_gone(struct rs_tcp *t);
 void rs_ep_demote_nested(int epfd);       /* epfd watched from outside */
 void rs_ep_forget_sock(struct rs_sock *s);

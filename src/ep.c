@@ -181,11 +181,25 @@ static void ready_unlink_all(struct rs_ep *ep, struct rs_epreg *g)
 	g->on_ready = 0;
 }
 
+static int rx_direct(struct rs_epreg *g)
+{
+	struct rs_tcp *t = g->s ? atomic_load(&g->s->eng) : NULL;
+	return t && RS_LOAD(t->rx_direct);
+}
+
+/* What the kernel watches for a registration: everything for a socket the
+ * engine does not serve; for an engine socket only HUP/ERR edges, plus
+ * input for a bulk reader whose input stays in the kernel. */
 static uint32_t kernel_events(struct rs_epreg *g)
 {
-	if (g->engine)
-		return EPOLLET;
-	return g->events;
+	if (!g->engine)
+		return g->events;
+	/* EPOLLOUT edges come only after the send buffer was full: they tell
+	 * when a socket whose kernel buffer filled can take data again. */
+	if (rx_direct(g))
+		return (g->events & (EPOLLIN | EPOLLRDNORM | EPOLLRDHUP | EPOLLPRI | EPOLLET | EPOLLONESHOT)) |
+		       ((g->events & EPOLLOUT) ? EPOLLOUT | EPOLLET : 0);
+	return EPOLLET | EPOLLOUT;
 }
 
 static long real_ctl(int epfd, int op, int fd, uint32_t events, uint64_t data)
@@ -361,6 +375,15 @@ void rs_ep_sock_armed(struct rs_tcp *t)
 	}
 	rs_mutex_unlock(&ctl_lock);
 	rs_ep_sock_changed(t);
+}
+
+void rs_ep_sock_rx_direct(struct rs_tcp *t)
+{
+	rs_mutex_lock(&ctl_lock);
+	for (struct rs_epreg *g = t->sock->regs; g; g = g->sock_next)
+		if (g->engine)
+			real_ctl(g->ep->epfd, EPOLL_CTL_MOD, g->fd, kernel_events(g), (uint64_t)(uintptr_t)g);
+	rs_mutex_unlock(&ctl_lock);
 }
 
 void rs_ep_sock_detached(struct rs_tcp *t)
@@ -654,6 +677,34 @@ int rs_ep_wait(int epfd, struct epoll_event *evs, int max, int timeout_ms, const
 			}
 			if (g->engine) {
 				wake = 1; /* HUP/ERR edge of an engine socket */
+				struct rs_tcp *kt = g->s ? atomic_load(&g->s->eng) : NULL;
+				if ((e.events & EPOLLOUT) && kt && RS_LOAD(kt->kfull)) {
+					/* the kernel's buffer has room again */
+					RS_STORE(kt->kfull, 0);
+					rs_mutex_lock(&ep->lock);
+					g->edge = 1;
+					ready_push(ep, g);
+					rs_mutex_unlock(&ep->lock);
+				}
+				e.events &= ~(uint32_t)(EPOLLOUT | EPOLLWRNORM);
+				if (!rx_direct(g) || g->disabled)
+					continue;
+				/* A bulk reader's input, reported by the kernel. */
+				e.events &= g->events | EPOLLHUP | EPOLLERR;
+				if (!e.events)
+					continue;
+				if (g->events & EPOLLONESHOT)
+					g->disabled = 1;
+				e.data.u64 = g->data;
+				int merged = 0;
+				for (int j = 0; j < n && g->seen == ep->round; j++)
+					if (evs[j].data.u64 == g->data) {
+						evs[j].events |= e.events;
+						merged = 1;
+						break;
+					}
+				if (!merged)
+					evs[out++] = e;
 				continue;
 			}
 			struct rs_tcp *t = g->s ? atomic_load(&g->s->eng) : NULL;

@@ -49,6 +49,7 @@ static struct rs_chunk *chunk_new(struct rs_frag_pool *p, uint32_t size)
 	c->next = NULL;
 	c->used = 0;
 	c->refs = 0;
+	c->cached = 0;
 	return c;
 }
 
@@ -71,18 +72,50 @@ char *rs_frag_alloc(struct rs_frag_pool *p, uint32_t len, struct rs_chunk **chun
 		p->cur = c;
 	}
 	char *ptr = c->data + c->used;
-	c->used += (len + 15) & ~15u;
-	if (c->used > c->size)
-		c->used = c->size;
+	c->used += len;
 	c->refs++;
 	*chunk = c;
 	return ptr;
 }
 
+char *rs_frag_alloc_cached(struct rs_frag_pool *p, struct rs_chunk **cache, uint32_t len,
+			   struct rs_chunk **chunk)
+{
+	struct rs_chunk *c = *cache;
+	if (!c) {
+		c = chunk_new(p, p->chunk_size);
+		if (!c)
+			return NULL;
+		c->refs = 1; /* the socket's reference */
+		c->cached = 1;
+		*cache = c;
+	}
+	if (c->size - c->used < len)
+		return NULL;
+	char *ptr = c->data + c->used;
+	c->used += len;
+	c->refs++;
+	*chunk = c;
+	return ptr;
+}
+
+void rs_frag_cache_drop(struct rs_frag_pool *p, struct rs_chunk *c)
+{
+	if (!c)
+		return;
+	c->cached = 0;
+	if (--c->refs == 0) {
+		c->next = p->free;
+		p->free = c;
+		p->free_bytes += c->size;
+		pool_trim(p);
+	}
+}
+
 void rs_frag_release(struct rs_frag_pool *p, struct rs_chunk *c)
 {
 	if (--c->refs > 0) {
-		if (c == p->cur && c->refs == 1)
+		if ((c == p->cur || c->cached) && c->refs == 1)
 			c->used = 0; /* every slice is back: reuse in place */
 		return;
 	}

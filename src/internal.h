@@ -49,6 +49,7 @@ enum {
 	RS_C_RECLAIM_RETURNS,
 	RS_C_FRAG_CHUNKS,
 	RS_C_DETACHED,
+	RS_C_DIRECT,
 	RS_C_COUNT
 };
 struct rs_tstats;

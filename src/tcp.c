@@ -168,6 +168,8 @@ static void rx_pop(struct rs_tcp *t)
 		if (t->owner) /* else lost with a failed copy (out of memory) */
 			rs_buf_release(t->owner, (unsigned)g->bid);
 		t->rx_bufs--;
+	} else if (g->bid == -2) {
+		t->rxc_used = 0;
 	} else {
 		free(g->data);
 	}
@@ -266,7 +268,7 @@ static void owned_unlink(struct rs_ring *r, struct rs_tcp *t)
 void rs_tcp_submit_recv(struct rs_ring *r, struct rs_tcp *t)
 {
 	if (t->recv_armed || t->throttled || t->rx_eof || t->rx_err || t->closing ||
-	    t->mode != RS_TM_ARMED || t->shut_rd)
+	    t->mode != RS_TM_ARMED || t->shut_rd || t->rx_direct)
 		return;
 	struct io_uring_sqe *sqe = rs_ring_sqe(r);
 	if (!sqe)
@@ -389,6 +391,7 @@ static void free_t(struct rs_tcp *t)
 	rs_mutex_unlock(&socks_lock);
 	free(t->rx);
 	free(t->tx);
+	free(t->rxc);
 	if (t->leftover)
 		munmap(t->leftover, t->leftover_map);
 	rs_sock_put(t->sock);
@@ -401,6 +404,8 @@ static void free_t(struct rs_tcp *t)
 static void finalize_detach(struct rs_ring *r, struct rs_tcp *t)
 {
 	rx_to_heap(t);
+	rs_frag_cache_drop(&r->frag, t->txc);
+	t->txc = NULL;
 	rs_mutex_lock(&t->mu);
 	owned_unlink(r, t);
 	RS_STORE(t->mode, RS_TM_DETACHED);
@@ -421,6 +426,8 @@ static void maybe_finish(struct rs_ring *r, struct rs_tcp *t)
 	if (t->closing && !t->ops_inflight && t->owner == NULL) {
 		free_t(t);
 	} else if (t->closing && !t->ops_inflight && t->owner == r && !t->recv_armed) {
+		rs_frag_cache_drop(&r->frag, t->txc);
+		t->txc = NULL;
 		owned_unlink(r, t);
 		__atomic_store_n(&t->owner, NULL, __ATOMIC_RELEASE);
 		free_t(t);
@@ -732,9 +739,43 @@ ssize_t rs_tcp_recv(struct rs_tcp *t, const struct iovec *iov, int iovcnt, int f
 		if (t->rx_eof || t->shut_rd)
 			return 0;
 		struct rs_ring *r = t->owner;
+		size_t direct = (size_t)rs_rt.cfg.v[RS_K_DIRECT_THRESHOLD];
+		if (direct && want >= direct && r == rs_ring_tls) {
+			/* A large read with nothing held: straight from the kernel
+			 * into the caller's buffer.  Completed receives must come
+			 * first: take what the CQ has (no system call).  Receives not
+			 * yet run (DEFER_TASKRUN) have not touched the data. */
+			if (round == 0 && io_uring_cq_ready(&r->ring) && rs_ring_reap(r))
+				continue;
+			if (!t->rx_direct) {
+				/* A bulk reader: two copies and a completion per buffer
+				 * cost more than they save.  From now on the kernel
+				 * reports input and reads go straight to it. */
+				t->rx_direct = 1;
+				cancel_recv(r, t);
+				rs_ep_sock_rx_direct(t);
+			}
+			struct msghdr m = { .msg_iov = (struct iovec *)iov, .msg_iovlen = (size_t)iovcnt };
+			long n = rs_syscall(SYS_recvmsg, t->fd, &m, flags | MSG_DONTWAIT);
+			if (n == 0 && !(flags & MSG_PEEK))
+				t->rx_eof = 1;
+			else if (n < 0 && n != -EAGAIN && n != -EINTR)
+				t->epipe_pending = 1;
+			if (n != -EAGAIN)
+				rs_stat_add(RS_C_DIRECT, 1);
+			return n;
+		}
 		if (round < 2 && r == rs_ring_tls && rs_ring_has_work(r)) {
 			rs_ring_progress(r);
 			continue;
+		}
+		if (t->rx_direct) {
+			/* small read on a bulk reader: still the kernel's data */
+			struct msghdr m = { .msg_iov = (struct iovec *)iov, .msg_iovlen = (size_t)iovcnt };
+			long n = rs_syscall(SYS_recvmsg, t->fd, &m, flags | MSG_DONTWAIT);
+			if (n == 0 && want && !(flags & MSG_PEEK))
+				t->rx_eof = 1;
+			return n;
 		}
 		if (!t->recv_armed && !t->throttled)
 			rs_tcp_submit_recv(r, t);
@@ -828,6 +869,23 @@ ssize_t rs_tcp_send(struct rs_tcp *t, const struct iovec *iov, int iovcnt, int f
 		if (t->send_async || t->tx_bytes >= t->tx_limit)
 			return -EAGAIN;
 	}
+	size_t direct = (size_t)rs_rt.cfg.v[RS_K_DIRECT_THRESHOLD];
+	if (!t->tx_cnt && !t->send_inflight &&
+	    ((direct && total >= direct) || RS_LOAD(t->kfull))) {
+		/* A large send with nothing queued: straight into the kernel's
+		 * buffer, one copy.  The same while the kernel's buffer was last
+		 * seen full: a partial count or EAGAIN, as the kernel says. */
+		struct msghdr m = { .msg_iov = (struct iovec *)iov, .msg_iovlen = (size_t)iovcnt };
+		long k = rs_syscall(SYS_sendmsg, t->fd, &m, flags | MSG_DONTWAIT | MSG_NOSIGNAL);
+		if (k == -EPIPE || k == -ECONNRESET) {
+			t->epipe_pending = 1;
+			return send_error((int)-k, flags);
+		}
+		RS_STORE(t->kfull, k == -EAGAIN || (k >= 0 && (size_t)k < total));
+		if (k != -EAGAIN)
+			rs_stat_add(RS_C_DIRECT, 1);
+		return k;
+	}
 	size_t room = t->tx_limit - t->tx_bytes, n = total < room ? total : room;
 	size_t done = 0;
 	int vi = 0;
@@ -841,6 +899,10 @@ ssize_t rs_tcp_send(struct rs_tcp *t, const struct iovec *iov, int iovcnt, int f
 			dst = t->linear;
 			k = (uint32_t)want;
 			t->linear_used = 1;
+		} else if (rs_rt.cfg.v[RS_K_TX_CACHE] &&
+			   (k = want < r->frag.chunk_size ? (uint32_t)want : r->frag.chunk_size,
+			    (dst = rs_frag_alloc_cached(&r->frag, &t->txc, k, &c)) != NULL)) {
+			/* from the socket's own chunk */
 		} else {
 			k = want < r->frag.chunk_size ? (uint32_t)want : r->frag.chunk_size;
 			dst = rs_frag_alloc(&r->frag, k, &c);
@@ -948,7 +1010,16 @@ static void recv_done(struct rs_ring *r, struct rs_tcp *t, struct io_uring_cqe *
 	if (c->res > 0) {
 		unsigned bid = c->flags >> IORING_CQE_BUFFER_SHIFT;
 		r->buf.held++;
-		if (t->closing || rx_push(t, rs_buf_addr(&r->buf, bid), (uint32_t)c->res, (int32_t)bid) < 0)
+		if (rs_rt.cfg.v[RS_K_RX_CACHE] && !t->closing && !t->rxc_used &&
+		    (t->rxc || (t->rxc = malloc(r->buf.size)) != NULL)) {
+			/* RX_CACHE: copy into the socket's own buffer and give the
+			 * ring's buffer back at once. */
+			memcpy(t->rxc, rs_buf_addr(&r->buf, bid), (size_t)c->res);
+			rs_buf_release(r, bid);
+			if (rx_push(t, t->rxc, (uint32_t)c->res, -2) == 0)
+				t->rxc_used = 1;
+		} else if (t->closing ||
+			   rx_push(t, rs_buf_addr(&r->buf, bid), (uint32_t)c->res, (int32_t)bid) < 0)
 			rs_buf_release(r, bid);
 		else if ((size_t)t->rx_bufs * r->buf.size >= t->rx_limit && !t->throttled) {
 			t->throttled = 1;
@@ -1024,7 +1095,7 @@ unsigned rs_tcp_readiness(struct rs_tcp *t)
 	unsigned ev = 0;
 	int held = rx_held(t) > 0;
 	if (held || t->rx_eof || t->rx_err || t->shut_rd)
-		ev |= EPOLLIN | EPOLLRDNORM;
+		ev |= EPOLLIN | EPOLLRDNORM; /* (rx_direct: the kernel adds its own) */
 	if (t->rx_eof || t->shut_rd)
 		ev |= EPOLLRDHUP;
 	if (t->rx_err || t->tx_err)
@@ -1032,7 +1103,7 @@ unsigned rs_tcp_readiness(struct rs_tcp *t)
 	if ((t->rx_eof && t->shut_wr) || t->rx_err == ECONNRESET)
 		ev |= EPOLLHUP;
 	if (t->shut_wr || t->epipe_pending || t->tx_err || t->rx_err ||
-	    (!t->send_async && t->tx_bytes < t->tx_limit))
+	    (!t->send_async && t->tx_bytes < t->tx_limit && !RS_LOAD(t->kfull)))
 		ev |= EPOLLOUT | EPOLLWRNORM;
 	return ev;
 }
@@ -1173,6 +1244,8 @@ void rs_tcp_ring_gone(struct rs_ring *r, struct rs_tcp *t)
 		tx_drop_all(t, r);
 	}
 	if (t->closing) {
+		rs_frag_cache_drop(&r->frag, t->txc);
+		t->txc = NULL;
 		owned_unlink(r, t);
 		__atomic_store_n(&t->owner, NULL, __ATOMIC_RELEASE);
 		free_t(t);
@@ -1246,6 +1319,7 @@ void rs_tcp_fork_child(struct rs_tcp *t)
 	t->tx_cnt = 0;
 	t->tx_bytes = 0;
 	t->linear_used = 0;
+	t->txc = NULL; /* the parent's */
 	count_passthrough(t->sock, RINGSOCK_PT_FORK);
 }
 

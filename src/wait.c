@@ -91,7 +91,12 @@ int rs_wait_poll(struct pollfd *fds, unsigned long n, int timeout_ms, const stru
 				continue;
 			if (r && RS_LOAD(t->owner) == r && RS_LOAD(t->mode) == RS_TM_ARMED) {
 				kind[i] = K_ENGINE;
-				k[i].fd = -1; /* the kernel ignores it */
+				/* The kernel ignores it, or, for a bulk reader, reports
+				 * its input. */
+				k[i].events &= (t->rx_direct ? (POLLIN | POLLRDNORM | POLLPRI | POLLRDHUP) : 0) |
+					       (RS_LOAD(t->kfull) ? (POLLOUT | POLLWRNORM) : 0);
+				if (!k[i].events)
+					k[i].fd = -1;
 				unsigned ev = to_poll(rs_tcp_readiness(t)) &
 					      ((unsigned)fds[i].events | POLLERR | POLLHUP);
 				k[i].revents = (short)ev;
@@ -164,7 +169,14 @@ int rs_wait_poll(struct pollfd *fds, unsigned long n, int timeout_ms, const stru
 		}
 		int total = 0;
 		for (unsigned long i = 0; i < n; i++) {
-			short rev = kind[i] == K_ENGINE ? saved[i]
+			if (kind[i] == K_ENGINE && kr >= 0 && (k[i].revents & POLLOUT)) {
+				/* the kernel's buffer has room again */
+				struct rs_sock *s = rs_fd_peek(fds[i].fd);
+				struct rs_tcp *t = s ? atomic_load(&s->eng) : NULL;
+				if (t)
+					RS_STORE(t->kfull, 0);
+			}
+			short rev = kind[i] == K_ENGINE ? (short)(saved[i] | (kr >= 0 ? k[i].revents : 0))
 				    : kind[i] == K_LEFTOVER ? (short)(saved[i] | (kr >= 0 ? k[i].revents : 0))
 				    : (kr >= 0 ? k[i].revents : 0);
 			fds[i].revents = rev;
