@@ -75,6 +75,10 @@ static inline void rs_mutex_unlock(pthread_mutex_t *m)
 #define rs_mutex_unlock pthread_mutex_unlock
 #endif
 
+/* Fixed-file slots per ring: sockets closed with sends still queued keep
+ * their file there until the sends are done. */
+#define RS_FIXED_FILES 256
+
 struct rs_ring;
 struct rs_tcp;
 struct rs_ep;
@@ -145,6 +149,8 @@ struct rs_ring {
 	struct rs_tcp *rearm;   /* sockets whose multishot receive must restart */
 	struct rs_tcp *detach;  /* sockets other threads detached */
 	unsigned nr_tx_sqes;    /* sends prepared since the last submit */
+	int fixed_ok;           /* a sparse fixed-file table is registered */
+	uint64_t fixed_used[RS_FIXED_FILES / 64];
 	unsigned send_batch;
 	uint64_t enters;
 };
@@ -221,6 +227,7 @@ struct rs_tcp {
 	uint8_t recv_armed;       /* a multishot receive is in flight */
 	uint8_t recv_cancel;      /* its cancel has been submitted */
 	uint8_t throttled;        /* stopped pulling: over the per-socket bound */
+	int16_t fixed;            /* fixed-file slot after close, -1 if none */
 	uint8_t kfull;            /* the kernel's send buffer was full at the last
 				   * direct send: writability is the kernel's */
 	uint8_t rx_direct;        /* bulk reader: no multishot receive, reads go

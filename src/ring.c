@@ -94,6 +94,7 @@ static int ring_create(struct rs_ring *r)
 	e = io_uring_register_eventfd(&r->ring, r->evfd);
 	if (e < 0)
 		goto fail_evfd;
+	r->fixed_ok = io_uring_register_files_sparse(&r->ring, RS_FIXED_FILES) == 0;
 	io_uring_cq_eventfd_toggle(&r->ring, false);
 	return 0;
 fail_evfd:

@@ -83,6 +83,7 @@ void rs_tcp_passthrough(struct rs_sock *s, int reason)
 }
 
 static size_t rx_held(struct rs_tcp *t);
+static int tx_idle_cond(void *arg);
 
 /* ---- locking ------------------------------------------------------------ */
 
@@ -209,10 +210,8 @@ static void tx_release_seg(struct rs_tcp *t, struct rs_txseg *g, struct rs_ring 
 {
 	if (g->chunk)
 		rs_frag_release(&r->frag, g->chunk);
-	else if (g->data == t->linear)
-		t->linear_used = 0;
 	else
-		free(g->data);
+		t->linear_used = 0; /* the socket's linear buffer (data may have moved on) */
 }
 
 static void tx_drop_all(struct rs_tcp *t, struct rs_ring *r)
@@ -338,6 +337,7 @@ static struct rs_tcp *arm(struct rs_sock *s, int fd)
 		return NULL;
 	pthread_mutex_init(&t->mu, NULL);
 	t->fd = fd;
+	t->fixed = -1;
 	t->sock = s;
 	atomic_fetch_add(&s->refs, 1);
 	RS_STORE(t->mode, RS_TM_ARMED);
@@ -426,6 +426,12 @@ static void maybe_finish(struct rs_ring *r, struct rs_tcp *t)
 	if (t->closing && !t->ops_inflight && t->owner == NULL) {
 		free_t(t);
 	} else if (t->closing && !t->ops_inflight && t->owner == r && !t->recv_armed) {
+		if (t->fixed >= 0) {
+			int none = -1;
+			io_uring_register_files_update(&r->ring, (unsigned)t->fixed, &none, 1);
+			r->fixed_used[t->fixed / 64] &= ~(1ull << (t->fixed % 64));
+			t->fixed = -1;
+		}
 		rs_frag_cache_drop(&r->frag, t->txc);
 		t->txc = NULL;
 		owned_unlink(r, t);
@@ -971,6 +977,8 @@ void rs_tcp_submit_tx(struct rs_ring *r, struct rs_tcp *t)
 		t->inflight_segs = k;
 		t->inflight_bytes = bytes;
 	}
+	if (t->fixed >= 0)
+		sqe->flags |= IOSQE_FIXED_FILE;
 	io_uring_sqe_set_data64(sqe, RS_UD(t, RS_UD_SEND));
 	t->send_inflight = 1;
 	t->ops_inflight++;
@@ -982,6 +990,8 @@ void rs_tcp_submit_tx(struct rs_ring *r, struct rs_tcp *t)
 size_t rs_tcp_flush_direct(struct rs_tcp *t)
 {
 	struct rs_ring *r = t->owner;
+	if (t->fixed >= 0)
+		return t->tx_bytes; /* closed: only its ring can reach the file */
 	while (t->tx_cnt && !t->send_inflight && r) {
 		struct rs_txseg *g = tx_at(t, 0);
 		long n = rs_syscall(SYS_sendto, t->fd, g->data, g->len, MSG_NOSIGNAL, NULL, 0);
@@ -1170,6 +1180,26 @@ static int recv_gone(void *arg)
 	return !t->recv_armed;
 }
 
+/* The application closes fd while sends are still queued: keep the file in
+ * a fixed-file slot so the rest can be submitted after the number is gone
+ * (it may be reused at once).  The socket closes when they are done. */
+static int keep_file(struct rs_ring *r, struct rs_tcp *t, int fd)
+{
+	if (!r->fixed_ok)
+		return -ENOTSUP;
+	for (int i = 0; i < RS_FIXED_FILES; i++) {
+		if (r->fixed_used[i / 64] & (1ull << (i % 64)))
+			continue;
+		if (io_uring_register_files_update(&r->ring, (unsigned)i, &fd, 1) != 1)
+			return -EIO;
+		r->fixed_used[i / 64] |= 1ull << (i % 64);
+		t->fixed = (int16_t)i;
+		t->fd = i;
+		return 0;
+	}
+	return -ENOSPC;
+}
+
 int rs_tcp_close(struct rs_sock *s, int fd)
 {
 	struct rs_tcp *t = rs_tcp_enter(s, fd, 0);
@@ -1188,6 +1218,10 @@ int rs_tcp_close(struct rs_sock *s, int fd)
 		rs_tcp_submit_tx(r, t);
 		cancel_recv(r, t);
 		rs_ring_wait(r, recv_gone, t, -1);
+		if (t->tx_cnt && keep_file(r, t, fd) < 0 &&
+		    rs_ring_wait(r, tx_idle_cond, t, 10000) == -ETIME) {
+			rs_warn("close: a send to a peer that is not reading did not finish in 10 s");
+		}
 	} else if (r) {
 		/* Another thread's ring: it cancels the receive next time it
 		 * runs; the socket is released then. */
@@ -1210,8 +1244,8 @@ int rs_tcp_close(struct rs_sock *s, int fd)
 		}
 	}
 	t->closing = 1;
-	t->fd = -1;
-	(void)fd;
+	if (t->fixed < 0)
+		t->fd = -1; /* the number is the application's again */
 	struct rs_ring *held = held_ring;
 	if (!r) {
 		rs_mutex_unlock(&t->mu);

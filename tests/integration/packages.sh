@@ -30,7 +30,7 @@ dev="$P/libringsock-dev_${version}_$(dpkg --print-architecture).deb"
 check "runtime package built" test -f "$deb"
 check "-dev package built" test -f "$dev"
 check "runtime package has library, command, man pages" sh -c \
-	'dpkg -c "$0" | grep -q "libringsock.so.0.1" && dpkg -c "$0" | grep -q "usr/bin/ringsock" && dpkg -c "$0" | grep -q "man7/ringsock.7"' "$deb"
+	'dpkg -c "$0" | grep -q "libringsock.so.0" && dpkg -c "$0" | grep -q "usr/bin/ringsock" && dpkg -c "$0" | grep -q "man7/ringsock.7"' "$deb"
 check "-dev package has header and pkg-config file" sh -c \
 	'dpkg -c "$0" | grep -q "include/ringsock.h" && dpkg -c "$0" | grep -q "pkgconfig/ringsock.pc"' "$dev"
 check "runtime package declares its shared-library dependencies (libc; liburing is linked in)" sh -c 'dpkg -I "$0" | grep -q "Depends:.*libc6"' "$deb"
