@@ -237,15 +237,17 @@ static void ring_prepare(struct rs_ring *r)
 		t->on_txq = 0;
 		rs_tcp_submit_tx(r, t);
 	}
-	if (r->rearm && r->buf.held < r->buf.count) {
-		struct rs_tcp *list = r->rearm;
-		r->rearm = NULL;
-		while (list) {
-			struct rs_tcp *t = list;
-			list = t->rearm_next;
-			t->on_rearm = 0;
-			rs_tcp_submit_recv(r, t);
-		}
+	/* One at a time from the list (a full SQ submits and reaps, and a
+	 * completion may free a socket or queue it again), only while the
+	 * buffer ring has buffers, and each socket at most once per round. */
+	unsigned todo = 0;
+	for (struct rs_tcp *t = r->rearm; t; t = t->rearm_next)
+		todo++;
+	while (r->rearm && todo-- && r->buf.held < r->buf.count) {
+		struct rs_tcp *t = r->rearm;
+		r->rearm = t->rearm_next;
+		t->on_rearm = 0;
+		rs_tcp_submit_recv(r, t);
 	}
 	rs_buf_flush(r);
 	r->nr_tx_sqes = 0;

@@ -379,6 +379,35 @@ static struct rs_tcp *arm(struct rs_sock *s, int fd)
 	return t;
 }
 
+/* Take t off the ring's work lists (before it is freed or leaves the ring). */
+static void off_ring_lists(struct rs_ring *r, struct rs_tcp *t)
+{
+	if (t->on_txq) {
+		for (struct rs_tcp **pp = &r->txq; *pp; pp = &(*pp)->txq_next)
+			if (*pp == t) {
+				*pp = t->txq_next;
+				break;
+			}
+		t->on_txq = 0;
+	}
+	if (t->on_rearm) {
+		for (struct rs_tcp **pp = &r->rearm; *pp; pp = &(*pp)->rearm_next)
+			if (*pp == t) {
+				*pp = t->rearm_next;
+				break;
+			}
+		t->on_rearm = 0;
+	}
+	if (t->on_detach) {
+		for (struct rs_tcp **pp = &r->detach; *pp; pp = &(*pp)->detach_next)
+			if (*pp == t) {
+				*pp = t->detach_next;
+				break;
+			}
+		t->on_detach = 0;
+	}
+}
+
 static void free_t(struct rs_tcp *t)
 {
 	rs_mutex_lock(&socks_lock);
@@ -406,6 +435,7 @@ static void finalize_detach(struct rs_ring *r, struct rs_tcp *t)
 	rx_to_heap(t);
 	rs_frag_cache_drop(&r->frag, t->txc);
 	t->txc = NULL;
+	off_ring_lists(r, t);
 	rs_mutex_lock(&t->mu);
 	owned_unlink(r, t);
 	RS_STORE(t->mode, RS_TM_DETACHED);
@@ -434,6 +464,7 @@ static void maybe_finish(struct rs_ring *r, struct rs_tcp *t)
 		}
 		rs_frag_cache_drop(&r->frag, t->txc);
 		t->txc = NULL;
+		off_ring_lists(r, t);
 		owned_unlink(r, t);
 		__atomic_store_n(&t->owner, NULL, __ATOMIC_RELEASE);
 		free_t(t);
@@ -1280,6 +1311,7 @@ void rs_tcp_ring_gone(struct rs_ring *r, struct rs_tcp *t)
 	if (t->closing) {
 		rs_frag_cache_drop(&r->frag, t->txc);
 		t->txc = NULL;
+		off_ring_lists(r, t);
 		owned_unlink(r, t);
 		__atomic_store_n(&t->owner, NULL, __ATOMIC_RELEASE);
 		free_t(t);
