@@ -6,8 +6,9 @@
 #                    on the kernel path and under ringsock, side by side,
 #                    with ringsock's counters
 #   ./dev.sh test    install dependencies, build, and run the whole test
-#                    suite (unit, differential, integration, musl, and the
-#                    differential harness again under ASan+UBSan)
+#                    suite (unit, differential, integration with real
+#                    programs, stress, musl, and the differential harness
+#                    again under ASan+UBSan and under ThreadSanitizer)
 #   ./dev.sh bench [ARGS]  install the benchmark dependencies, build, and run
 #                    bench/run ARGS (e.g. --quick)
 #   ./dev.sh deps    only install the dependencies
@@ -18,9 +19,9 @@ cd "$(dirname "$0")"
 # What the build and the tests need, and what the benchmarks add.
 DEPS=(build-essential cmake pkg-config liburing-dev libnl-3-dev libnl-route-3-dev
       libnl-genl-3-dev libcmocka-dev musl-tools iperf3 sockperf socat iproute2
-      util-linux man-db python3 procps git debhelper dpkg-dev lintian rpm)
-BENCH_DEPS=(python3-matplotlib linux-perf redis-server redis-tools nginx-light wrk memcached
-            libmemcached-tools)
+      util-linux man-db python3 procps git debhelper dpkg-dev lintian rpm
+      redis-server redis-tools nginx-light wrk)
+BENCH_DEPS=(python3-matplotlib linux-perf memcached libmemcached-tools)
 
 deps() { # extra packages...
 	local missing=()

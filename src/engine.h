@@ -226,6 +226,7 @@ struct rs_tcp {
 	uint8_t on_txq, on_rearm, on_detach;
 	uint8_t recv_armed;       /* a multishot receive is in flight */
 	uint8_t recv_cancel;      /* its cancel has been submitted */
+	uint8_t rx_stop;          /* never arm it again (closing) */
 	uint8_t throttled;        /* stopped pulling: over the per-socket bound */
 	int16_t fixed;            /* fixed-file slot after close, -1 if none */
 	uint8_t kfull;            /* the kernel's send buffer was full at the last

@@ -399,17 +399,15 @@ void rs_ep_sock_detached(struct rs_tcp *t)
 	rs_ep_sock_changed(t);
 }
 
-/* The socket's last fd is being closed: the kernel would drop it from every
- * set when the file goes; our in-flight operations may keep the file a
- * little longer, so remove it now. */
-void rs_ep_sock_gone(struct rs_tcp *t)
+/* Drop every registration of s; del: remove them from the kernel sets too. */
+static void forget_regs(struct rs_sock *s, int del)
 {
-	struct rs_sock *s = t->sock;
 	rs_mutex_lock(&ctl_lock);
 	while (s->regs) {
 		struct rs_epreg *g = s->regs;
 		s->regs = g->sock_next;
-		real_ctl(g->ep->epfd, EPOLL_CTL_DEL, g->fd, 0, 0);
+		if (del)
+			real_ctl(g->ep->epfd, EPOLL_CTL_DEL, g->fd, 0, 0);
 		if (byfd_get(g->ep, g->fd) == g)
 			byfd_set(g->ep, g->fd, NULL);
 		rs_mutex_lock(&g->ep->lock);
@@ -420,24 +418,20 @@ void rs_ep_sock_gone(struct rs_tcp *t)
 	rs_mutex_unlock(&ctl_lock);
 }
 
+/* The socket's last fd is being closed: the kernel would drop it from every
+ * set when the file goes; our in-flight operations may keep the file a
+ * little longer, so remove it now. */
+void rs_ep_sock_gone(struct rs_tcp *t)
+{
+	forget_regs(t->sock, 1);
+}
+
 /* A tracked socket never armed is closed: forget its registrations (the
  * kernel drops them with the file). */
 void rs_ep_forget_sock(struct rs_sock *s)
 {
-	if (!s->regs)
-		return;
-	rs_mutex_lock(&ctl_lock);
-	while (s->regs) {
-		struct rs_epreg *g = s->regs;
-		s->regs = g->sock_next;
-		if (byfd_get(g->ep, g->fd) == g)
-			byfd_set(g->ep, g->fd, NULL);
-		rs_mutex_lock(&g->ep->lock);
-		ready_unlink_all(g->ep, g);
-		rs_mutex_unlock(&g->ep->lock);
-		reg_free(g);
-	}
-	rs_mutex_unlock(&ctl_lock);
+	if (s->regs)
+		forget_regs(s, 0);
 }
 
 void rs_ep_close(int epfd)

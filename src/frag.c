@@ -26,6 +26,7 @@ static void pool_trim(struct rs_frag_pool *p)
 		p->free_bytes -= c->size;
 		freed += c->size;
 		p->live_chunks--;
+		rs_stat_add(RS_C_FRAG_CHUNKS, (uint64_t)-1); /* live count */
 		free(c);
 	}
 	rs_stat_add(RS_C_RECLAIM_RETURNS, 1);
@@ -137,6 +138,7 @@ void rs_frag_pool_destroy(struct rs_frag_pool *p)
 		struct rs_chunk *c = p->free;
 		p->free = c->next;
 		p->live_chunks--;
+		rs_stat_add(RS_C_FRAG_CHUNKS, (uint64_t)-1);
 		free(c);
 	}
 	p->free_bytes = 0;

@@ -272,5 +272,14 @@ const char *rs_probe_blocker(const struct rs_probe *p, unsigned disabled)
 	if (!p->buf_ring || (disabled & RS_FEAT_BUF_RING))
 		return p->buf_ring ? "provided-buffer rings disabled by RINGSOCK_FEATURES_DISABLE"
 				   : "the kernel lacks provided-buffer rings (5.19+)";
+	if (!p->mshot_recv || (disabled & RS_FEAT_MSHOT_RECV))
+		return p->mshot_recv ? "multishot receive disabled by RINGSOCK_FEATURES_DISABLE"
+				     : "the kernel lacks multishot receive (6.0+)";
+	if (!(p->setup_flags_ok & (1u << 12)) || (disabled & RS_FEAT_SINGLE_ISSUER))
+		return (p->setup_flags_ok & (1u << 12)) ? "SINGLE_ISSUER disabled by RINGSOCK_FEATURES_DISABLE"
+							: "the kernel lacks IORING_SETUP_SINGLE_ISSUER (6.0+)";
+	if (!(p->setup_flags_ok & (1u << 13)) || (disabled & RS_FEAT_DEFER_TASKRUN))
+		return (p->setup_flags_ok & (1u << 13)) ? "DEFER_TASKRUN disabled by RINGSOCK_FEATURES_DISABLE"
+							: "the kernel lacks IORING_SETUP_DEFER_TASKRUN (6.1+)";
 	return NULL;
 }

@@ -266,7 +266,7 @@ static void owned_unlink(struct rs_ring *r, struct rs_tcp *t)
 
 void rs_tcp_submit_recv(struct rs_ring *r, struct rs_tcp *t)
 {
-	if (t->recv_armed || t->throttled || t->rx_eof || t->rx_err || t->closing ||
+	if (t->recv_armed || t->throttled || t->rx_eof || t->rx_err || t->closing || t->rx_stop ||
 	    t->mode != RS_TM_ARMED || t->shut_rd || t->rx_direct)
 		return;
 	struct io_uring_sqe *sqe = rs_ring_sqe(r);
@@ -1076,14 +1076,17 @@ static void recv_done(struct rs_ring *r, struct rs_tcp *t, struct io_uring_cqe *
 		t->rx_err = -c->res;
 	}
 	if (!more) {
+		/* The multishot receive ended: out of buffers, cancelled (for the
+		 * bound, which the application may have drained meanwhile),
+		 * or for no stated reason.  Unless the stream is over or the
+		 * socket stays over its bound, it is armed again. */
 		t->recv_armed = 0;
 		t->ops_inflight--;
-		if (c->res == -ENOBUFS || (c->res > 0 && !t->throttled)) {
-			if (!t->on_rearm && t->mode == RS_TM_ARMED && !t->closing) {
-				t->on_rearm = 1;
-				t->rearm_next = r->rearm;
-				r->rearm = t;
-			}
+		if (!t->on_rearm && t->mode == RS_TM_ARMED && !t->closing && !t->throttled &&
+		    !t->rx_stop && !t->rx_eof && !t->rx_err && !t->rx_direct && !t->shut_rd) {
+			t->on_rearm = 1;
+			t->rearm_next = r->rearm;
+			r->rearm = t;
 		}
 	}
 }
@@ -1247,6 +1250,7 @@ int rs_tcp_close(struct rs_sock *s, int fd)
 	if (r && r == rs_ring_tls) {
 		/* Queued sends go out first (they hold the file until done). */
 		rs_tcp_submit_tx(r, t);
+		t->rx_stop = 1;
 		cancel_recv(r, t);
 		rs_ring_wait(r, recv_gone, t, -1);
 		if (t->tx_cnt && keep_file(r, t, fd) < 0 &&

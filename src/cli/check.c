@@ -121,10 +121,12 @@ int rs_cli_check(const struct rs_config *cfg, int knobs_only)
 		printf("%-26sRINGSOCK_DISABLE=1: pure pass-through\n", "sockets:");
 	else if (blocker)
 		printf("%-26spassed through to the kernel: %s\n", "sockets:", blocker);
+	else if (cfg->v[RS_K_SETUP] >= 2)
+		printf("%-26spassed through to the kernel: RINGSOCK_SETUP=%s (the engine needs "
+		       "DEFER_TASKRUN)\n", "sockets:", cfg->v[RS_K_SETUP] == 2 ? "coop" : "plain");
 	else
-		printf("%-26sthis kernel can serve them; this release (%s) tracks TCP/UDP "
-		       "sockets but does not yet switch the io_uring engine on\n",
-		       "sockets:", RINGSOCK_VERSION_STRING);
+		printf("%-26snonblocking connected TCP sockets are served by the io_uring engine; "
+		       "UDP, listeners and blocking sockets go to the kernel\n", "sockets:");
 	printf("network links:\n");
 	rs_netinfo_print_links(stdout, "  ");
 	print_knobs(cfg);

@@ -40,6 +40,8 @@ static struct rs_probe good(void)
 	memset(&p, 0, sizeof(p));
 	p.available = 1;
 	p.buf_ring = 1;
+	p.mshot_recv = 1;
+	p.setup_flags_ok = (1u << 12) | (1u << 13); /* SINGLE_ISSUER, DEFER_TASKRUN */
 	int ops[] = { IORING_OP_RECV, IORING_OP_SEND, IORING_OP_ASYNC_CANCEL, IORING_OP_POLL_ADD,
 		      IORING_OP_ACCEPT };
 	for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++)
@@ -50,12 +52,19 @@ static struct rs_probe good(void)
 static void test_blockers(void **state)
 {
 	(void)state;
-	struct rs_probe p = good();
+	struct rs_probe p = good(), good_p = good();
 	assert_null(rs_probe_blocker(&p, 0));
 	assert_non_null(strstr(rs_probe_blocker(&p, RS_FEAT_IO_URING), "RINGSOCK_FEATURES_DISABLE"));
 	assert_non_null(strstr(rs_probe_blocker(&p, RS_FEAT_BUF_RING), "provided-buffer rings disabled"));
 	p.buf_ring = 0;
 	assert_non_null(strstr(rs_probe_blocker(&p, 0), "lacks provided-buffer rings"));
+	p = good();
+	p.mshot_recv = 0;
+	assert_non_null(strstr(rs_probe_blocker(&p, 0), "multishot receive"));
+	p = good();
+	p.setup_flags_ok = 1u << 12;
+	assert_non_null(strstr(rs_probe_blocker(&p, 0), "DEFER_TASKRUN"));
+	assert_non_null(strstr(rs_probe_blocker(&good_p, RS_FEAT_DEFER_TASKRUN), "disabled by"));
 	p = good();
 	p.op_ok[IORING_OP_SEND] = 0;
 	assert_non_null(strstr(rs_probe_blocker(&p, 0), "IORING_OP_SEND"));
