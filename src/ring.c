@@ -219,7 +219,8 @@ int rs_ring_has_work(struct rs_ring *r)
 {
 	unsigned flags = IO_URING_READ_ONCE(*r->ring.sq.kflags);
 	return (flags & (IORING_SQ_TASKRUN | IORING_SQ_CQ_OVERFLOW)) || io_uring_cq_ready(&r->ring) ||
-	       io_uring_sq_ready(&r->ring) || r->txq || r->detach || r->buf.pending;
+	       io_uring_sq_ready(&r->ring) || r->txq || r->detach || r->buf.pending ||
+	       (r->rearm && r->buf.held < r->buf.count);
 }
 
 /* Turn queued intentions into SQEs. */
@@ -264,7 +265,7 @@ int rs_ring_progress(struct rs_ring *r)
 			ring_enter(r, 0, NULL, NULL);
 		int n = rs_ring_reap(r);
 		handled += n;
-		if (!n && !r->txq && !r->detach)
+		if (!n && !r->txq && !r->detach && !(r->rearm && r->buf.held < r->buf.count))
 			break;
 	}
 	return handled;
@@ -312,6 +313,12 @@ int rs_ring_wait(struct rs_ring *r, int (*cond)(void *), void *arg, int timeout_
 void rs_ring_evfd_quiet(struct rs_ring *r, int quiet)
 {
 	io_uring_cq_eventfd_toggle(&r->ring, !quiet);
+	/* Unmuting is followed by a look at IORING_SQ_TASKRUN
+	 * (rs_ring_has_work): the kernel sets that flag and then reads ours,
+	 * so our store must be visible before our load, or both sides miss
+	 * the other and the wait sleeps through arriving work. */
+	if (!quiet)
+		atomic_thread_fence(memory_order_seq_cst);
 }
 
 /* The thread is exiting: hand every socket over to pass-through and free
