@@ -31,8 +31,18 @@ deps() { # extra packages...
 	if [ ${#missing[@]} -gt 0 ]; then
 		echo "== installing: ${missing[*]}"
 		export DEBIAN_FRONTEND=noninteractive
+		# The servers the tests start themselves (redis, nginx) must not be
+		# started as system services by their packages: tell invoke-rc.d
+		# not to, for this install only.
+		local policy=/usr/sbin/policy-rc.d made=0
+		if [ ! -e "$policy" ]; then
+			printf '#!/bin/sh\nexit 101\n' >"$policy" && chmod +x "$policy" && made=1
+		fi
 		apt-get update -q
-		apt-get install -y -q --no-install-recommends "${missing[@]}"
+		local rc=0
+		apt-get install -y -q --no-install-recommends "${missing[@]}" || rc=$?
+		if [ $made = 1 ]; then rm -f "$policy"; fi
+		if [ $rc != 0 ]; then exit $rc; fi
 	fi
 }
 
