@@ -10,9 +10,10 @@
  * at a random moment without waiting.  The server echoes everything and
  * closes on end of stream or error.  The client prints one line:
  *   conns=N verified=V abandoned=A mismatches=M bytes=B
- * and exits 0 only when every verified connection matched.  Both ends stop
- * by themselves: the client within its deadline, the server when told to
- * (SIGTERM) or after 120 s.
+ * and exits 0 only when every verified connection matched.  Both ends wait
+ * with no timeout (epoll_wait(-1)), so a lost wake-up shows as a hang that
+ * the watchdog turns into a failure: the client is killed by SIGALRM after
+ * 100 s, the server after 120 s or when told to stop (SIGTERM).
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -90,7 +91,7 @@ static int server(int port)
 	unsigned long served = 0;
 	while (!stop) {
 		struct epoll_event evs[64];
-		int n = epoll_wait(ep, evs, 64, 200);
+		int n = epoll_wait(ep, evs, 64, -1); /* SIGTERM interrupts it */
 		for (int i = 0; i < n; i++) {
 			struct sconn *c = evs[i].data.ptr;
 			if (!c) {
@@ -173,6 +174,7 @@ static void gen(struct cconn *c, unsigned char *p, size_t n)
 static int client(int port, int nconn, unsigned seed)
 {
 	signal(SIGPIPE, SIG_IGN);
+	alarm(100); /* watchdog: a lost wake-up must fail, not hang */
 	rng = 0x1234567ull + seed;
 	if (nconn > MAXC)
 		nconn = MAXC;
@@ -201,7 +203,7 @@ static int client(int port, int nconn, unsigned seed)
 	unsigned char buf[65536];
 	while (live > 0 && now() < deadline) {
 		struct epoll_event evs[64];
-		int n = epoll_wait(ep, evs, 64, 1000);
+		int n = epoll_wait(ep, evs, 64, -1);
 		for (int k = 0; k < n; k++) {
 			struct cconn *c = &cs[evs[k].data.u32];
 			if (c->done)
