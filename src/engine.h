@@ -141,7 +141,6 @@ struct rs_ring {
 	int tid;
 	int evfd;               /* eventfd signalled by the ring, for waiters */
 	int dead;               /* owner thread exited */
-	int in_engine;          /* owner holds the lock (recursion guard) */
 	struct rs_bufring buf;
 	struct rs_frag_pool frag;
 	struct rs_tcp *owned;   /* sockets armed here (doubly linked) */
@@ -152,7 +151,6 @@ struct rs_ring {
 	int fixed_ok;           /* a sparse fixed-file table is registered */
 	uint64_t fixed_used[RS_FIXED_FILES / 64];
 	unsigned send_batch;
-	uint64_t enters;
 };
 
 /* This thread's ring, created on first use; NULL if the engine is off or
