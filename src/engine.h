@@ -209,6 +209,14 @@ struct rs_shared_rx {
 #define RS_TX_IOV 16
 #define RS_LINEAR 256
 
+/* What a socket needs once it sends: the sendmsg in flight and the
+ * LINEAR_FIRST buffer. */
+struct rs_txstate {
+	struct iovec iov[RS_TX_IOV];
+	struct msghdr msg;
+	char linear[RS_LINEAR];
+};
+
 struct rs_tcp {
 	struct rs_sock *sock;    /* the record (one reference held) */
 	int fd;                  /* the one descriptor (dups detach) */
@@ -255,9 +263,8 @@ struct rs_tcp {
 	size_t tx_limit;
 	uint32_t inflight_segs;   /* segments covered by the send in flight */
 	size_t inflight_bytes;
-	struct iovec iov[RS_TX_IOV];
-	struct msghdr msg;
-	char linear[RS_LINEAR];   /* LINEAR_FIRST: first small send */
+	struct rs_txstate *txs;   /* allocated on the first send: idle sockets
+				   * do not carry it */
 	uint8_t linear_used;
 	struct rs_chunk *txc;     /* TX_CACHE: the socket's own send chunk */
 	char *rxc;                /* RX_CACHE: the socket's own receive buffer */

@@ -421,6 +421,7 @@ static void free_t(struct rs_tcp *t)
 	free(t->rx);
 	free(t->tx);
 	free(t->rxc);
+	free(t->txs);
 	if (t->leftover)
 		munmap(t->leftover, t->leftover_map);
 	rs_sock_put(t->sock);
@@ -923,6 +924,8 @@ ssize_t rs_tcp_send(struct rs_tcp *t, const struct iovec *iov, int iovcnt, int f
 			rs_stat_add(RS_C_DIRECT, 1);
 		return k;
 	}
+	if (!t->txs && !(t->txs = malloc(sizeof(*t->txs))))
+		return -ENOMEM;
 	size_t room = t->tx_limit - t->tx_bytes, n = total < room ? total : room;
 	size_t done = 0;
 	int vi = 0;
@@ -933,7 +936,7 @@ ssize_t rs_tcp_send(struct rs_tcp *t, const struct iovec *iov, int iovcnt, int f
 		struct rs_chunk *c = NULL;
 		uint32_t k;
 		if (!t->tx_cnt && !t->linear_used && want <= RS_LINEAR && rs_rt.cfg.v[RS_K_LINEAR_FIRST]) {
-			dst = t->linear;
+			dst = t->txs->linear;
 			k = (uint32_t)want;
 			t->linear_used = 1;
 		} else if (rs_rt.cfg.v[RS_K_TX_CACHE] &&
@@ -997,14 +1000,14 @@ void rs_tcp_submit_tx(struct rs_ring *r, struct rs_tcp *t)
 		size_t bytes = 0;
 		for (uint32_t i = 0; i < k; i++) {
 			struct rs_txseg *g = tx_at(t, i);
-			t->iov[i].iov_base = g->data;
-			t->iov[i].iov_len = g->len;
+			t->txs->iov[i].iov_base = g->data;
+			t->txs->iov[i].iov_len = g->len;
 			bytes += g->len;
 		}
-		memset(&t->msg, 0, sizeof(t->msg));
-		t->msg.msg_iov = t->iov;
-		t->msg.msg_iovlen = k;
-		io_uring_prep_sendmsg(sqe, t->fd, &t->msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+		memset(&t->txs->msg, 0, sizeof(t->txs->msg));
+		t->txs->msg.msg_iov = t->txs->iov;
+		t->txs->msg.msg_iovlen = k;
+		io_uring_prep_sendmsg(sqe, t->fd, &t->txs->msg, MSG_NOSIGNAL | MSG_DONTWAIT);
 		t->inflight_segs = k;
 		t->inflight_bytes = bytes;
 	}
