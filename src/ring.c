@@ -28,6 +28,24 @@ static pthread_key_t exit_key;
 static pthread_mutex_t all_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct rs_ring *all_rings;
 
+static void atfork_prepare(void)
+{
+	rs_engine_before_fork();
+	rs_engine_fork_prepare_detached();
+}
+
+static void atfork_parent(void)
+{
+	rs_engine_fork_release_detached(0);
+	rs_engine_after_fork_parent();
+}
+
+static void atfork_child(void)
+{
+	rs_engine_fork_release_detached(1);
+	rs_engine_after_fork_child();
+}
+
 void rs_engine_init(void)
 {
 	unsigned off = (unsigned)rs_rt.cfg.v[RS_K_FEATURES_DISABLE];
@@ -46,6 +64,8 @@ void rs_engine_init(void)
 		return;
 	}
 	if (pthread_key_create(&exit_key, rs_engine_thread_exit) != 0)
+		return;
+	if (pthread_atfork(atfork_prepare, atfork_parent, atfork_child) != 0)
 		return;
 	rs_engine_on = 1;
 }

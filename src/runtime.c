@@ -92,18 +92,15 @@ void rs_count_domain(int domain, uint64_t n)
 	rs_stat_add(RS_C_SOCKETS_CREATED + d, n);
 }
 
+/* The engine's fork hooks are pthread_atfork handlers (ring.c), so they
+ * also run for forks made inside libc (daemon(), for one) that do not go
+ * through our fork(). */
 void rs_runtime_before_fork(void)
 {
-	rs_engine_before_fork();
-	if (rs_engine_on)
-		rs_engine_fork_prepare_detached();
 }
 
 void rs_runtime_after_fork_parent(void)
 {
-	if (rs_engine_on)
-		rs_engine_fork_release_detached(0);
-	rs_engine_after_fork_parent();
 }
 
 void rs_runtime_atfork_child(void)
@@ -111,10 +108,6 @@ void rs_runtime_atfork_child(void)
 	if (!rs_ready())
 		return;
 	rs_rt.pid = rs_sys_getpid();
-	if (!rs_rt.passthrough && rs_engine_on) {
-		rs_engine_fork_release_detached(1);
-		rs_engine_after_fork_child();
-	}
 	rs_stats_atfork_child();
 	rs_stats_setup_child();
 }
