@@ -1,7 +1,8 @@
 /* No data lost across the lifecycle of engine sockets: data written and
  * then close, shutdown, exit, _exit or exec at once; fork with received
- * data already held by the engine, read in the child; dup of an engine
- * socket; descriptor reuse after close with a receive in flight.
+ * data already held by the engine, read in the child, and in the child of
+ * daemon() (a fork made inside libc); dup of an engine socket; descriptor
+ * reuse after close with a receive in flight.
  * ENGINE_MIN_ACCELERATED=6 */
 #include "../scn.h"
 #include <sys/epoll.h>
@@ -96,6 +97,38 @@ int main(int argc, char **argv)
 	wait_fd(c, POLLIN, 5000);
 	r = R("peer receives", recv(c, b, sizeof(b), 0));
 	show("peer got", b, r);
+
+	/* daemon(): a fork made inside libc.  A helper process arms a socket,
+	 * lets the engine take data, then daemonizes; the daemon reads it. */
+	{
+		int c4, s4, rp[2];
+		nb_pair(&c4, &s4);
+		if (pipe(rp))
+			die("pipe");
+		pid_t h = fork();
+		if (h == 0) {
+			int ep4 = epoll_create1(0);
+			struct epoll_event e4 = { .events = EPOLLIN, .data.fd = s4 };
+			epoll_ctl(ep4, EPOLL_CTL_ADD, s4, &e4);
+			send(c4, "via-daemon", 10, 0);
+			epoll_wait(ep4, &e4, 1, 5000);
+			if (daemon(1, 1))
+				_exit(1);
+			char db[32];
+			long dr = recv(s4, db, sizeof(db), 0);
+			if (write(rp[1], db, dr > 0 ? (size_t)dr : 0) < 0)
+				_exit(2);
+			_exit(0);
+		}
+		close(rp[1]);
+		reap("daemonizing helper", h);
+		char db[32];
+		long dr = read(rp[0], db, sizeof(db));
+		show("the daemon read", db, dr);
+		close(rp[0]);
+		close(c4);
+		close(s4);
+	}
 
 	/* dup of an engine socket: both descriptors keep working, in order. */
 	send(c, "one", 3, 0);
