@@ -184,7 +184,7 @@ void rs_engine_after_fork_child(void);
 void rs_engine_flush_all(void); /* exec and exit: queued sends reach the kernel */
 
 /* user_data: pointer | op (low 3 bits). */
-enum { RS_UD_RECV = 1, RS_UD_SEND = 2, RS_UD_CANCEL = 3, RS_UD_IGNORE = 4 };
+enum { RS_UD_RECV = 1, RS_UD_SEND = 2, RS_UD_CANCEL = 3 };
 #define RS_UD(p, op) ((uint64_t)(uintptr_t)(p) | (op))
 #define RS_UD_PTR(ud) ((void *)(uintptr_t)((ud) & ~7ull))
 #define RS_UD_OP(ud) ((int)((ud) & 7))

@@ -226,7 +226,7 @@ int rs_ring_reap(struct rs_ring *r)
 			struct io_uring_cqe *c = cqes[i];
 			void *p = RS_UD_PTR(c->user_data);
 			int op = RS_UD_OP(c->user_data);
-			if (p && op != RS_UD_IGNORE)
+			if (p)
 				rs_tcp_complete(r, p, op, c);
 		}
 		io_uring_cq_advance(&r->ring, n);

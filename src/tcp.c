@@ -133,6 +133,17 @@ static int grow(void **arr, uint32_t *cap, uint32_t head, uint32_t cnt, size_t e
 	return 0;
 }
 
+/* Room for one more element at the end of a circular array. */
+static int make_room(void **arr, uint32_t *cap, uint32_t *head, uint32_t cnt, size_t elt)
+{
+	if (cnt < *cap)
+		return 0;
+	if (grow(arr, cap, *head, cnt, elt) < 0)
+		return -ENOMEM;
+	*head = 0;
+	return 0;
+}
+
 static struct rs_rxseg *rx_at(struct rs_tcp *t, uint32_t i)
 {
 	return &t->rx[(t->rx_head + i) & (t->rx_cap - 1)];
@@ -145,11 +156,8 @@ static struct rs_txseg *tx_at(struct rs_tcp *t, uint32_t i)
 
 static int rx_push(struct rs_tcp *t, char *data, uint32_t len, int32_t bid)
 {
-	if (t->rx_cnt == t->rx_cap) {
-		if (grow((void **)&t->rx, &t->rx_cap, t->rx_head, t->rx_cnt, sizeof(*t->rx)) < 0)
-			return -ENOMEM;
-		t->rx_head = 0;
-	}
+	if (make_room((void **)&t->rx, &t->rx_cap, &t->rx_head, t->rx_cnt, sizeof(*t->rx)) < 0)
+		return -ENOMEM;
 	struct rs_rxseg *g = rx_at(t, t->rx_cnt++);
 	g->data = data;
 	g->len = len;
@@ -837,11 +845,8 @@ static int tx_push(struct rs_tcp *t, char *data, uint32_t len, struct rs_chunk *
 			return 0;
 		}
 	}
-	if (t->tx_cnt == t->tx_cap) {
-		if (grow((void **)&t->tx, &t->tx_cap, t->tx_head, t->tx_cnt, sizeof(*t->tx)) < 0)
-			return -ENOMEM;
-		t->tx_head = 0;
-	}
+	if (make_room((void **)&t->tx, &t->tx_cap, &t->tx_head, t->tx_cnt, sizeof(*t->tx)) < 0)
+		return -ENOMEM;
 	struct rs_txseg *g = tx_at(t, t->tx_cnt++);
 	g->data = data;
 	g->len = len;
