@@ -120,9 +120,10 @@ static inline struct rs_sock *rs_enter_fd(int fd, int fam)
 		return NULL;
 	struct rs_sock *s = rs_fd_peek(fd);
 	rs_count_call(s != NULL, fam);
-	/* A call on another descriptor may block: sends this thread queued
-	 * must not wait for its next wait point. */
-	if (rs_unlikely(!s && rs_ring_tls && rs_ring_tls->txq))
+	/* A call that goes to the kernel (another descriptor, or a socket the
+	 * engine does not serve) may block: sends this thread queued must not
+	 * wait for its next wait point. */
+	if (rs_unlikely(rs_ring_tls && rs_ring_tls->txq) && (!s || !atomic_load(&s->eng)))
 		rs_ring_flush_tx();
 	return s;
 }

@@ -11,10 +11,12 @@
  * bytes go out in one sendmsg per socket (one in flight at a time) at the
  * next wait point, when SEND_BATCH sockets are waiting, or when the
  * socket is closed, shut down or handed over.  The first attempt never
- * blocks (MSG_DONTWAIT); a remainder the kernel could not take goes to
- * io_uring's worker (IOSQE_ASYNC), which finishes it even if this thread
- * never waits again.  Errors of a send already accepted are reported on
- * the next call, as the kernel reports a pending socket error.
+ * blocks (MSG_DONTWAIT); a remainder the kernel could not take is sent
+ * again with IOSQE_ASYNC.  On a socket, io-wq then waits for room through
+ * poll, and the retry runs as task work of the owner (DEFER_TASKRUN): it
+ * goes out when the owner next enters the ring, not before.  Errors of a
+ * send already accepted are reported on the next call, as the kernel
+ * reports a pending socket error.
  *
  * Every function here runs with the socket's lock held (rs_tcp_enter):
  * the owner ring's lock while the socket is owned, its own mutex after.
@@ -993,8 +995,10 @@ void rs_tcp_submit_tx(struct rs_ring *r, struct rs_tcp *t)
 	if (!sqe)
 		return;
 	if (t->send_async) {
-		/* The kernel buffer was full: one segment, blocking, in the
-		 * worker (IORING_OP_SEND ignores O_NONBLOCK there). */
+		/* The kernel buffer was full: one segment, forced async
+		 * (IORING_OP_SEND, so O_NONBLOCK does not turn it into EAGAIN);
+		 * it completes once the peer makes room and the owner enters
+		 * the ring. */
 		struct rs_txseg *g = tx_at(t, 0);
 		io_uring_prep_send(sqe, t->fd, g->data, g->len, MSG_NOSIGNAL | MSG_WAITALL);
 		sqe->flags |= IOSQE_ASYNC;
