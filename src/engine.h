@@ -13,6 +13,8 @@
  *   ep.c       epoll over engine and kernel fds (registrations, ready
  *              lists, the wait itself)
  *   wait.c     poll/ppoll/select/pselect over engine and kernel fds
+ *   drain.c    the drain thread: the rest of a send the kernel could not
+ *              take at once (full send buffer), independent of the owner
  *
  * Ownership (see ringsock(7), IMPLEMENTATION):
  *   - A socket is armed on the ring of the thread that first needs it
@@ -56,7 +58,8 @@
 
 /* Engine mutexes.  Under ThreadSanitizer the library runs inside TSan's
  * own interceptors (read, poll, send...), where TSan does not record the
- * mutex operations it intercepts; annotate them so it sees the ordering. */
+ * mutex operations it intercepts; annotate them so it sees the ordering.
+ * The same for atomics that publish data across threads (drain.c). */
 #if defined(__SANITIZE_THREAD__)
 void __tsan_acquire(void *addr);
 void __tsan_release(void *addr);
@@ -70,14 +73,14 @@ static inline void rs_mutex_unlock(pthread_mutex_t *m)
 	__tsan_release(m);
 	pthread_mutex_unlock(m);
 }
+#define rs_tsan_acquire(p) __tsan_acquire((void *)(p))
+#define rs_tsan_release(p) __tsan_release((void *)(p))
 #else
 #define rs_mutex_lock pthread_mutex_lock
 #define rs_mutex_unlock pthread_mutex_unlock
+#define rs_tsan_acquire(p) ((void)0)
+#define rs_tsan_release(p) ((void)0)
 #endif
-
-/* Fixed-file slots per ring: sockets closed with sends still queued keep
- * their file there until the sends are done. */
-#define RS_FIXED_FILES 256
 
 struct rs_ring;
 struct rs_tcp;
@@ -147,9 +150,9 @@ struct rs_ring {
 	struct rs_tcp *txq;     /* sockets with sends to submit */
 	struct rs_tcp *rearm;   /* sockets whose multishot receive must restart */
 	struct rs_tcp *detach;  /* sockets other threads detached */
+	struct rs_tcp *draining; /* sockets with a drain job (drain_next) */
+	int drain_ended;        /* a drain job ended: look at the list */
 	unsigned nr_tx_sqes;    /* sends prepared since the last submit */
-	int fixed_ok;           /* a sparse fixed-file table is registered */
-	uint64_t fixed_used[RS_FIXED_FILES / 64];
 	unsigned send_batch;
 };
 
@@ -184,10 +187,28 @@ void rs_engine_after_fork_child(void);
 void rs_engine_flush_all(void); /* exec and exit: queued sends reach the kernel */
 
 /* user_data: pointer | op (low 3 bits). */
-enum { RS_UD_RECV = 1, RS_UD_SEND = 2, RS_UD_CANCEL = 3 };
+enum { RS_UD_RECV = 1, RS_UD_SEND = 2, RS_UD_CANCEL = 3, RS_UD_DRAIN = 4 /* a drain job ended */ };
 #define RS_UD(p, op) ((uint64_t)(uintptr_t)(p) | (op))
 #define RS_UD_PTR(ud) ((void *)(uintptr_t)((ud) & ~7ull))
 #define RS_UD_OP(ud) ((int)((ud) & 7))
+
+/* ---- drain.c ------------------------------------------------------------ */
+struct rs_drain_job;
+/* Send len bytes of buf (taken over, malloc'ed) on fd's socket from the
+ * drain thread; notify's ring gets an RS_UD_DRAIN completion when done.
+ * NULL if the job cannot be started (the caller must send it itself). */
+struct rs_drain_job *rs_drain_start(int fd, char *buf, size_t len, struct rs_ring *notify);
+int rs_drain_done(struct rs_drain_job *j);
+int rs_drain_error(struct rs_drain_job *j);      /* once done: errno or 0 */
+/* shutdown(how) after the job's data; 0 if the job is already over (the
+ * caller calls shutdown itself). */
+int rs_drain_shut_after(struct rs_drain_job *j, int how);
+int rs_drain_wait(struct rs_drain_job *j, int timeout_ms); /* 0 or -ETIME */
+void rs_drain_release(struct rs_drain_job *j);   /* the socket lets go of it */
+void rs_drain_unnotify(struct rs_drain_job *j);  /* its owner ring goes away */
+int rs_drain_wait_all(int timeout_ms);           /* 0 or -ETIME */
+void rs_drain_before_fork(void);
+void rs_drain_after_fork(int child);
 
 /* ---- tcp.c -------------------------------------------------------------- */
 enum rs_tcp_mode {
@@ -229,18 +250,16 @@ struct rs_tcp {
 	struct rs_tcp *txq_next;
 	struct rs_tcp *rearm_next;
 	struct rs_tcp *detach_next;
-	uint8_t on_txq, on_rearm, on_detach;
+	uint8_t on_txq, on_rearm, on_detach, on_draining;
 	uint8_t recv_armed;       /* a multishot receive is in flight */
 	uint8_t recv_cancel;      /* its cancel has been submitted */
 	uint8_t rx_stop;          /* never arm it again (closing) */
 	uint8_t throttled;        /* stopped pulling: over the per-socket bound */
-	int16_t fixed;            /* fixed-file slot after close, -1 if none */
 	uint8_t kfull;            /* the kernel's send buffer was full at the last
 				   * direct send: writability is the kernel's */
 	uint8_t rx_direct;        /* bulk reader: no multishot receive, reads go
 				   * straight to the kernel, which reports input */
 	uint8_t send_inflight;    /* one send in flight at a time */
-	uint8_t send_async;       /* it went to io-wq (the kernel buffer was full) */
 	uint8_t closing;          /* fd closed; freed when nothing is in flight */
 	uint8_t rx_eof;
 	uint8_t shut_wr;          /* shutdown(SHUT_WR) done */
@@ -263,6 +282,9 @@ struct rs_tcp {
 	size_t tx_limit;
 	uint32_t inflight_segs;   /* segments covered by the send in flight */
 	size_t inflight_bytes;
+	struct rs_drain_job *drain; /* the rest of a send the kernel could not
+				   * take: no new bytes until it is done */
+	struct rs_tcp *drain_next; /* owner->draining */
 	struct rs_txstate *txs;   /* allocated on the first send: idle sockets
 				   * do not carry it */
 	uint8_t linear_used;
@@ -313,7 +335,7 @@ void rs_tcp_submit_tx(struct rs_ring *r, struct rs_tcp *t);
 void rs_tcp_submit_recv(struct rs_ring *r, struct rs_tcp *t);
 void rs_tcp_process_detach(struct rs_ring *r, struct rs_tcp *t);
 void rs_tcp_ring_gone(struct rs_ring *r, struct rs_tcp *t); /* thread exit */
-void rs_tcp_state_changed(struct rs_tcp *t); /* tell epoll */
+void rs_tcp_drains_ended(struct rs_ring *r);   /* after an RS_UD_DRAIN */
 void rs_tcp_fork_prepare(struct rs_tcp *t);
 void rs_tcp_fork_child(struct rs_tcp *t);
 size_t rs_tcp_flush_direct(struct rs_tcp *t); /* write queued sends with syscalls */

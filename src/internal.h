@@ -50,6 +50,7 @@ enum {
 	RS_C_FRAG_CHUNKS,
 	RS_C_DETACHED,
 	RS_C_DIRECT,
+	RS_C_DRAINED,          /* layout version 3 */
 	RS_C_COUNT
 };
 struct rs_tstats;

@@ -32,16 +32,19 @@ static void atfork_prepare(void)
 {
 	rs_engine_before_fork();
 	rs_engine_fork_prepare_detached();
+	rs_drain_before_fork();
 }
 
 static void atfork_parent(void)
 {
+	rs_drain_after_fork(0);
 	rs_engine_fork_release_detached(0);
 	rs_engine_after_fork_parent();
 }
 
 static void atfork_child(void)
 {
+	rs_drain_after_fork(1);
 	rs_engine_fork_release_detached(1);
 	rs_engine_after_fork_child();
 }
@@ -114,7 +117,6 @@ static int ring_create(struct rs_ring *r)
 	e = io_uring_register_eventfd(&r->ring, r->evfd);
 	if (e < 0)
 		goto fail_evfd;
-	r->fixed_ok = io_uring_register_files_sparse(&r->ring, RS_FIXED_FILES) == 0;
 	io_uring_cq_eventfd_toggle(&r->ring, false);
 	return 0;
 fail_evfd:
@@ -228,9 +230,15 @@ int rs_ring_reap(struct rs_ring *r)
 			int op = RS_UD_OP(c->user_data);
 			if (p)
 				rs_tcp_complete(r, p, op, c);
+			else if (op == RS_UD_DRAIN)
+				r->drain_ended = 1;
 		}
 		io_uring_cq_advance(&r->ring, n);
 		total += (int)n;
+	}
+	if (r->drain_ended) {
+		r->drain_ended = 0;
+		rs_tcp_drains_ended(r);
 	}
 	return total;
 }
@@ -451,4 +459,7 @@ void rs_engine_flush_all(void)
 		rs_ring_unlock(r);
 	}
 	rs_mutex_unlock(&all_lock);
+	/* and what the drain thread still has, in the same 10 s spirit */
+	if (rs_drain_wait_all(10000) < 0)
+		rs_warn("exit: sends to a peer that is not reading were still draining after 10 s");
 }

@@ -10,12 +10,12 @@
  * Send: the send family copies into frag slices and queues them; queued
  * bytes go out in one sendmsg per socket (one in flight at a time) at the
  * next wait point, when SEND_BATCH sockets are waiting, or when the
- * socket is closed, shut down or handed over.  The first attempt never
- * blocks (MSG_DONTWAIT); a remainder the kernel could not take is sent
- * again with IOSQE_ASYNC.  On a socket, io-wq then waits for room through
- * poll, and the retry runs as task work of the owner (DEFER_TASKRUN): it
- * goes out when the owner next enters the ring, not before.  Errors of a
- * send already accepted are reported on the next call, as the kernel
+ * socket is closed, shut down or handed over.  Sends never block
+ * (MSG_DONTWAIT), so each completes in the io_uring_enter that submits it.
+ * A remainder the kernel could not take (its buffer is full) goes to the
+ * drain thread (drain.c), which sends it as the peer reads, whatever the
+ * owner does meanwhile; the socket takes no new bytes until then.  Errors
+ * of a send already accepted are reported on the next call, as the kernel
  * reports a pending socket error.
  *
  * Every function here runs with the socket's lock held (rs_tcp_enter):
@@ -347,7 +347,6 @@ static struct rs_tcp *arm(struct rs_sock *s, int fd)
 		return NULL;
 	pthread_mutex_init(&t->mu, NULL);
 	t->fd = fd;
-	t->fixed = -1;
 	t->sock = s;
 	atomic_fetch_add(&s->refs, 1);
 	RS_STORE(t->mode, RS_TM_ARMED);
@@ -389,6 +388,21 @@ static struct rs_tcp *arm(struct rs_sock *s, int fd)
 	return t;
 }
 
+/* Off the ring's list of sockets with a drain job; the job goes on, with
+ * nobody to tell when it ends. */
+static void off_draining(struct rs_ring *r, struct rs_tcp *t)
+{
+	if (!t->on_draining)
+		return;
+	for (struct rs_tcp **pp = &r->draining; *pp; pp = &(*pp)->drain_next)
+		if (*pp == t) {
+			*pp = t->drain_next;
+			break;
+		}
+	t->on_draining = 0;
+	rs_drain_unnotify(t->drain);
+}
+
 /* Take t off the ring's work lists (before it is freed or leaves the ring). */
 static void off_ring_lists(struct rs_ring *r, struct rs_tcp *t)
 {
@@ -416,6 +430,7 @@ static void off_ring_lists(struct rs_ring *r, struct rs_tcp *t)
 			}
 		t->on_detach = 0;
 	}
+	off_draining(r, t);
 }
 
 static void free_t(struct rs_tcp *t)
@@ -432,6 +447,8 @@ static void free_t(struct rs_tcp *t)
 	free(t->tx);
 	free(t->rxc);
 	free(t->txs);
+	if (t->drain)
+		rs_drain_release(t->drain);
 	if (t->leftover)
 		munmap(t->leftover, t->leftover_map);
 	rs_sock_put(t->sock);
@@ -457,7 +474,7 @@ static void finalize_detach(struct rs_ring *r, struct rs_tcp *t)
 
 static int detach_done(struct rs_tcp *t)
 {
-	return !t->recv_armed && !t->send_inflight && !t->tx_cnt;
+	return !t->recv_armed && !t->send_inflight && !t->tx_cnt && !t->drain;
 }
 
 static void maybe_finish(struct rs_ring *r, struct rs_tcp *t)
@@ -467,12 +484,6 @@ static void maybe_finish(struct rs_ring *r, struct rs_tcp *t)
 	if (t->closing && !t->ops_inflight && t->owner == NULL) {
 		free_t(t);
 	} else if (t->closing && !t->ops_inflight && t->owner == r && !t->recv_armed) {
-		if (t->fixed >= 0) {
-			int none = -1;
-			io_uring_register_files_update(&r->ring, (unsigned)t->fixed, &none, 1);
-			r->fixed_used[t->fixed / 64] &= ~(1ull << (t->fixed % 64));
-			t->fixed = -1;
-		}
 		rs_frag_cache_drop(&r->frag, t->txc);
 		t->txc = NULL;
 		off_ring_lists(r, t);
@@ -565,7 +576,7 @@ int rs_tcp_passive(struct rs_tcp *t)
 /* Detached with nothing held: from now on the kernel serves it alone. */
 static void maybe_passive(struct rs_tcp *t)
 {
-	if (t->mode == RS_TM_DETACHED && !rx_held(t) && !t->tx_cnt && !t->send_inflight)
+	if (t->mode == RS_TM_DETACHED && !rx_held(t) && !t->tx_cnt && !t->send_inflight && !t->drain)
 		__atomic_store_n(&t->passive, 1, __ATOMIC_RELEASE);
 }
 
@@ -615,7 +626,7 @@ ssize_t rs_tcp_send_call(struct rs_sock *s, int fd, const struct iovec *iov, int
 			return RS_PASS;
 		}
 		ssize_t r;
-		if (t->mode == RS_TM_DETACHED && !t->tx_cnt) {
+		if (t->mode == RS_TM_DETACHED && !t->tx_cnt && !t->drain) {
 			/* A blocking send must not hold the socket's lock. */
 			rs_tcp_unlock(t);
 			return RS_PASS;
@@ -834,6 +845,66 @@ ssize_t rs_tcp_recv(struct rs_tcp *t, const struct iovec *iov, int iovcnt, int f
 
 /* ---- send ------------------------------------------------------------------- */
 
+/* The kernel's buffer is full and bytes are still queued: the drain
+ * thread sends them as the peer reads.  If it cannot (out of memory, no
+ * thread), they are written here, waiting for the peer. */
+static void drain_handover(struct rs_ring *r, struct rs_tcp *t)
+{
+	size_t len = t->tx_bytes, off = 0;
+	char *buf = malloc(len);
+	struct rs_drain_job *j = NULL;
+	if (buf) {
+		for (uint32_t i = 0; i < t->tx_cnt; i++) {
+			struct rs_txseg *g = tx_at(t, i);
+			memcpy(buf + off, g->data, g->len);
+			off += g->len;
+		}
+		j = rs_drain_start(t->fd, buf, len, t->closing ? NULL : r);
+	}
+	if (!j) {
+		free(buf);
+		rs_tcp_flush_direct(t);
+		return;
+	}
+	tx_drop_all(t, r);
+	t->drain = j;
+	if (!t->closing) {
+		t->on_draining = 1;
+		t->drain_next = r->draining;
+		r->draining = t;
+	}
+}
+
+/* t's drain job has ended: an error is reported like any send's. */
+static void drain_end(struct rs_tcp *t)
+{
+	int e = rs_drain_error(t->drain);
+	if (t->owner)
+		off_draining(t->owner, t);
+	rs_drain_release(t->drain);
+	t->drain = NULL;
+	if (e && !t->tx_err)
+		t->tx_err = e;
+	if (!t->closing)
+		rs_ep_sock_changed(t);
+}
+
+void rs_tcp_drains_ended(struct rs_ring *r)
+{
+	struct rs_tcp **pp = &r->draining;
+	while (*pp) {
+		struct rs_tcp *t = *pp;
+		if (!rs_drain_done(t->drain)) {
+			pp = &t->drain_next;
+			continue;
+		}
+		*pp = t->drain_next;
+		t->on_draining = 0;
+		drain_end(t);
+		maybe_finish(r, t);
+	}
+}
+
 static int tx_push(struct rs_tcp *t, char *data, uint32_t len, struct rs_chunk *c)
 {
 	if (t->tx_cnt) {
@@ -882,12 +953,14 @@ static void queue_tx(struct rs_ring *r, struct rs_tcp *t)
 
 ssize_t rs_tcp_send(struct rs_tcp *t, const struct iovec *iov, int iovcnt, int flags)
 {
+	if (t->drain && rs_drain_done(t->drain))
+		drain_end(t);
 	if (t->mode != RS_TM_ARMED) {
-		if (t->tx_cnt || t->send_inflight) {
+		if (t->tx_cnt || t->send_inflight || t->drain) {
 			/* The owner still has earlier bytes: they go first. */
 			if (t->mode == RS_TM_DETACHING && !t->send_inflight)
 				rs_tcp_flush_direct(t);
-			if (t->tx_cnt || t->send_inflight)
+			if (t->tx_cnt || t->send_inflight || t->drain)
 				return -EAGAIN;
 		}
 		struct msghdr m = { .msg_iov = (struct iovec *)iov, .msg_iovlen = (size_t)iovcnt };
@@ -908,10 +981,10 @@ ssize_t rs_tcp_send(struct rs_tcp *t, const struct iovec *iov, int iovcnt, int f
 	if (total == 0)
 		return 0;
 	struct rs_ring *r = t->owner;
-	if (t->send_async || t->tx_bytes >= t->tx_limit) {
+	if (t->drain || t->tx_bytes >= t->tx_limit) {
 		if (rs_ring_has_work(r))
 			rs_ring_progress(r);
-		if (t->send_async || t->tx_bytes >= t->tx_limit)
+		if (t->drain || t->tx_bytes >= t->tx_limit)
 			return -EAGAIN;
 	}
 	size_t direct = (size_t)rs_rt.cfg.v[RS_K_DIRECT_THRESHOLD];
@@ -994,34 +1067,22 @@ void rs_tcp_submit_tx(struct rs_ring *r, struct rs_tcp *t)
 	struct io_uring_sqe *sqe = rs_ring_sqe(r);
 	if (!sqe)
 		return;
-	if (t->send_async) {
-		/* The kernel buffer was full: one segment, forced async
-		 * (IORING_OP_SEND, so O_NONBLOCK does not turn it into EAGAIN);
-		 * it completes once the peer makes room and the owner enters
-		 * the ring. */
-		struct rs_txseg *g = tx_at(t, 0);
-		io_uring_prep_send(sqe, t->fd, g->data, g->len, MSG_NOSIGNAL | MSG_WAITALL);
-		sqe->flags |= IOSQE_ASYNC;
-		t->inflight_segs = 1;
-		t->inflight_bytes = g->len;
-	} else {
-		uint32_t k = t->tx_cnt < RS_TX_IOV ? t->tx_cnt : RS_TX_IOV;
-		size_t bytes = 0;
-		for (uint32_t i = 0; i < k; i++) {
-			struct rs_txseg *g = tx_at(t, i);
-			t->txs->iov[i].iov_base = g->data;
-			t->txs->iov[i].iov_len = g->len;
-			bytes += g->len;
-		}
-		memset(&t->txs->msg, 0, sizeof(t->txs->msg));
-		t->txs->msg.msg_iov = t->txs->iov;
-		t->txs->msg.msg_iovlen = k;
-		io_uring_prep_sendmsg(sqe, t->fd, &t->txs->msg, MSG_NOSIGNAL | MSG_DONTWAIT);
-		t->inflight_segs = k;
-		t->inflight_bytes = bytes;
+	uint32_t k = t->tx_cnt < RS_TX_IOV ? t->tx_cnt : RS_TX_IOV;
+	size_t bytes = 0;
+	for (uint32_t i = 0; i < k; i++) {
+		struct rs_txseg *g = tx_at(t, i);
+		t->txs->iov[i].iov_base = g->data;
+		t->txs->iov[i].iov_len = g->len;
+		bytes += g->len;
 	}
-	if (t->fixed >= 0)
-		sqe->flags |= IOSQE_FIXED_FILE;
+	memset(&t->txs->msg, 0, sizeof(t->txs->msg));
+	t->txs->msg.msg_iov = t->txs->iov;
+	t->txs->msg.msg_iovlen = k;
+	/* MSG_DONTWAIT: it completes at submission, with what the kernel's
+	 * buffer took (never polled, never queued to io-wq). */
+	io_uring_prep_sendmsg(sqe, t->fd, &t->txs->msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+	t->inflight_segs = k;
+	t->inflight_bytes = bytes;
 	io_uring_sqe_set_data64(sqe, RS_UD(t, RS_UD_SEND));
 	t->send_inflight = 1;
 	t->ops_inflight++;
@@ -1033,8 +1094,6 @@ void rs_tcp_submit_tx(struct rs_ring *r, struct rs_tcp *t)
 size_t rs_tcp_flush_direct(struct rs_tcp *t)
 {
 	struct rs_ring *r = t->owner;
-	if (t->fixed >= 0)
-		return t->tx_bytes; /* closed: only its ring can reach the file */
 	while (t->tx_cnt && !t->send_inflight && r) {
 		struct rs_txseg *g = tx_at(t, 0);
 		long n = rs_syscall(SYS_sendto, t->fd, g->data, g->len, MSG_NOSIGNAL, NULL, 0);
@@ -1109,15 +1168,19 @@ static void send_done(struct rs_ring *r, struct rs_tcp *t, struct io_uring_cqe *
 	t->inflight_segs = 0;
 	t->ops_inflight--;
 	int res = c->res;
+	int full = 0;
 	if (res > 0) {
 		tx_consume(t, (size_t)res, r);
-		t->send_async = (size_t)res < t->inflight_bytes;
+		full = (size_t)res < t->inflight_bytes;
 	} else if (res == -EAGAIN || res == 0) {
-		t->send_async = 1;
+		full = 1;
 	} else {
 		t->tx_err = -res;
-		t->send_async = 0;
 		tx_drop_all(t, r);
+	}
+	if (full && t->tx_cnt && t->fd >= 0) {
+		drain_handover(r, t);
+		return;
 	}
 	if (t->tx_cnt && !t->on_txq && t->fd >= 0) {
 		t->on_txq = 1;
@@ -1159,7 +1222,7 @@ unsigned rs_tcp_readiness(struct rs_tcp *t)
 	if ((t->rx_eof && t->shut_wr) || t->rx_err == ECONNRESET)
 		ev |= EPOLLHUP;
 	if (t->shut_wr || t->epipe_pending || t->tx_err || t->rx_err ||
-	    (!t->send_async && t->tx_bytes < t->tx_limit && !RS_LOAD(t->kfull)))
+	    (!t->drain && t->tx_bytes < t->tx_limit && !RS_LOAD(t->kfull)))
 		ev |= EPOLLOUT | EPOLLWRNORM;
 	return ev;
 }
@@ -1191,9 +1254,9 @@ static int tx_idle_cond(void *arg)
 	return !t->tx_cnt && !t->send_inflight;
 }
 
-/* Before a call that must see every accepted byte in the kernel
- * (shutdown, SIOCOUTQ, setsockopt TCP_CORK...). */
-void rs_tcp_sync_tx(struct rs_tcp *t)
+/* Queued bytes go to the kernel, or to the drain thread when the kernel's
+ * buffer is full (this never waits for the peer). */
+static void tx_submit_now(struct rs_tcp *t)
 {
 	if (t->mode == RS_TM_ARMED && t->owner == rs_ring_tls && (t->tx_cnt || t->send_inflight))
 		rs_ring_wait(t->owner, tx_idle_cond, t, -1);
@@ -1201,10 +1264,34 @@ void rs_tcp_sync_tx(struct rs_tcp *t)
 		rs_tcp_flush_direct(t);
 }
 
+/* Before a call that must see every accepted byte in the kernel
+ * (SIOCOUTQ, setsockopt TCP_CORK, a send the kernel makes...): this waits
+ * for a drain in progress too. */
+void rs_tcp_sync_tx(struct rs_tcp *t)
+{
+	tx_submit_now(t);
+	if (t->drain) {
+		rs_drain_wait(t->drain, -1);
+		drain_end(t);
+	}
+}
+
 int rs_tcp_shutdown(struct rs_tcp *t, int how)
 {
-	rs_tcp_sync_tx(t);
-	long e = rs_syscall(SYS_shutdown, t->fd, how);
+	long e;
+	tx_submit_now(t);
+	if (t->drain && rs_drain_done(t->drain))
+		drain_end(t);
+	if (how != SHUT_RD && t->drain && rs_drain_shut_after(t->drain, SHUT_WR)) {
+		/* The end of stream follows the bytes the drain still sends. */
+		e = how == SHUT_RDWR ? rs_syscall(SYS_shutdown, t->fd, SHUT_RD) : 0;
+	} else {
+		if (how != SHUT_RD && t->drain) {
+			rs_drain_wait(t->drain, -1); /* ended meanwhile */
+			drain_end(t);
+		}
+		e = rs_syscall(SYS_shutdown, t->fd, how);
+	}
 	if (e < 0)
 		return (int)e;
 	if (how == SHUT_WR || how == SHUT_RDWR)
@@ -1220,30 +1307,10 @@ int rs_tcp_shutdown(struct rs_tcp *t, int how)
 
 /* ---- close ------------------------------------------------------------------ */
 
-static int recv_gone(void *arg)
+static int gone_cond(void *arg)
 {
 	struct rs_tcp *t = arg;
-	return !t->recv_armed;
-}
-
-/* The application closes fd while sends are still queued: keep the file in
- * a fixed-file slot so the rest can be submitted after the number is gone
- * (it may be reused at once).  The socket closes when they are done. */
-static int keep_file(struct rs_ring *r, struct rs_tcp *t, int fd)
-{
-	if (!r->fixed_ok)
-		return -ENOTSUP;
-	for (int i = 0; i < RS_FIXED_FILES; i++) {
-		if (r->fixed_used[i / 64] & (1ull << (i % 64)))
-			continue;
-		if (io_uring_register_files_update(&r->ring, (unsigned)i, &fd, 1) != 1)
-			return -EIO;
-		r->fixed_used[i / 64] |= 1ull << (i % 64);
-		t->fixed = (int16_t)i;
-		t->fd = i;
-		return 0;
-	}
-	return -ENOSPC;
+	return !t->recv_armed && !t->send_inflight && !t->tx_cnt;
 }
 
 int rs_tcp_close(struct rs_sock *s, int fd)
@@ -1260,15 +1327,12 @@ int rs_tcp_close(struct rs_sock *s, int fd)
 	struct rs_ring *r = t->owner;
 	rs_ep_sock_gone(t);
 	if (r && r == rs_ring_tls) {
-		/* Queued sends go out first (they hold the file until done). */
+		/* Queued sends go to the kernel, or to the drain thread, which
+		 * holds the file until they are out. */
 		rs_tcp_submit_tx(r, t);
 		t->rx_stop = 1;
 		cancel_recv(r, t);
-		rs_ring_wait(r, recv_gone, t, -1);
-		if (t->tx_cnt && keep_file(r, t, fd) < 0 &&
-		    rs_ring_wait(r, tx_idle_cond, t, 10000) == -ETIME) {
-			rs_warn("close: a send to a peer that is not reading did not finish in 10 s");
-		}
+		rs_ring_wait(r, gone_cond, t, -1);
 	} else if (r) {
 		/* Another thread's ring: it cancels the receive next time it
 		 * runs; the socket is released then. */
@@ -1291,8 +1355,14 @@ int rs_tcp_close(struct rs_sock *s, int fd)
 		}
 	}
 	t->closing = 1;
-	if (t->fixed < 0)
-		t->fd = -1; /* the number is the application's again */
+	t->fd = -1; /* the number is the application's again */
+	if (t->drain) {
+		/* the job finishes by itself */
+		if (r)
+			off_draining(r, t);
+		rs_drain_release(t->drain);
+		t->drain = NULL;
+	}
 	struct rs_ring *held = held_ring;
 	if (!r) {
 		rs_mutex_unlock(&t->mu);
@@ -1306,10 +1376,10 @@ int rs_tcp_close(struct rs_sock *s, int fd)
 
 /* ---- thread exit, fork ------------------------------------------------------- */
 
-static int gone_cond(void *arg)
+static int drained_cond(void *arg)
 {
 	struct rs_tcp *t = arg;
-	return !t->recv_armed && !t->send_inflight && !t->tx_cnt;
+	return gone_cond(arg) && !t->drain;
 }
 
 void rs_tcp_ring_gone(struct rs_ring *r, struct rs_tcp *t)
@@ -1320,7 +1390,9 @@ void rs_tcp_ring_gone(struct rs_ring *r, struct rs_tcp *t)
 	}
 	cancel_recv(r, t);
 	rs_tcp_submit_tx(r, t);
-	if (rs_ring_wait(r, gone_cond, t, 10000) == -ETIME) {
+	if (rs_ring_wait(r, drained_cond, t, 10000) == -ETIME) {
+		/* A drain goes on without this ring (the next send finds out
+		 * when it ended). */
 		rs_warn("thread exit: a send to a peer that is not reading did not finish in 10 s");
 		tx_drop_all(t, r);
 	}
@@ -1391,8 +1463,9 @@ void rs_tcp_fork_child(struct rs_tcp *t)
 	t->owner = NULL;
 	pthread_mutex_init(&t->mu, NULL);
 	RS_STORE(t->mode, RS_TM_DETACHED);
-	t->recv_armed = t->recv_cancel = t->send_inflight = t->send_async = 0;
-	t->on_txq = t->on_rearm = t->on_detach = 0;
+	t->recv_armed = t->recv_cancel = t->send_inflight = 0;
+	t->on_txq = t->on_rearm = t->on_detach = t->on_draining = 0;
+	t->drain = NULL; /* the parent's drain thread sends it */
 	t->ops_inflight = 0;
 	/* ring buffers and frag chunks are not the child's */
 	t->rx_cnt = 0;

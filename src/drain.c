@@ -1,0 +1,423 @@
+/* drain.c - sends the kernel could not take at once.
+ *
+ * A socket's queued bytes normally leave in one nonblocking sendmsg from
+ * its owner's ring.  When the kernel's send buffer is full, the rest can
+ * only go as the peer reads, and the owner's ring cannot wait for that by
+ * itself: with DEFER_TASKRUN it moves only while its thread is inside
+ * io_uring_enter, and the thread may be blocked anywhere else, even in a
+ * read of the very peer that waits for these bytes.
+ *
+ * So the rest is copied into a drain job for one process-wide drain
+ * thread, which sleeps in its own ring and sends as room appears
+ * (IORING_OP_SEND with MSG_WAITALL: the kernel polls and retries).  The
+ * job holds the socket's file in a fixed-file slot of that ring, so it
+ * survives close() and the reuse of the descriptor number; a shutdown
+ * asked for meanwhile follows the data.  The socket takes no new bytes
+ * until its job is done (EAGAIN, not writable); then the drain thread
+ * posts a message to the owner's ring (IORING_OP_MSG_RING), which wakes
+ * the owner wherever it waits for the engine.
+ *
+ * The thread is started on the first job, with every signal blocked.
+ * fork waits (up to 10 s) for running jobs; the child starts afresh.
+ */
+#include <errno.h>
+#include <linux/futex.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <time.h>
+
+#include "engine.h"
+#include "sys.h"
+
+#define DRAIN_SLOTS 1024
+#define DRAIN_ENTRIES 256
+#define UD_WAKE 1ull  /* the eventfd read: new jobs */
+#define UD_MSG 2ull   /* a message posted to an owner's ring */
+
+struct rs_drain_job {
+	struct rs_drain_job *next;    /* incoming list */
+	struct rs_drain_job *all_prev, *all_next; /* running jobs */
+	char *buf;
+	size_t len, off;
+	int slot;
+	int shut;                     /* shutdown(how) + 1 after the data */
+	int stage;                    /* 0 sending, 1 shutting down */
+	int err;                      /* first error, positive errno */
+	uint32_t done;                /* futex word */
+	int refs;                     /* the socket's and the thread's */
+	struct rs_ring *notify;       /* owner to tell when done */
+};
+
+static struct {
+	pthread_mutex_t lock;         /* everything below */
+	int state;                    /* 0 not started, 1 running, -1 failed */
+	struct io_uring ring;
+	int evfd;
+	uint64_t evbuf;
+	struct rs_drain_job *incoming;
+	struct rs_drain_job *all;
+	uint32_t running;             /* futex word: jobs not done */
+	uint64_t slots[DRAIN_SLOTS / 64];
+} dr = { .lock = PTHREAD_MUTEX_INITIALIZER, .evfd = -1 };
+
+static void futex_wake(uint32_t *w)
+{
+	rs_syscall(SYS_futex, w, FUTEX_WAKE_PRIVATE, INT32_MAX, NULL, NULL, 0);
+}
+
+/* Wait until *w != v or the deadline (ns, < 0: none).  0 or -ETIME. */
+static int futex_wait_change(uint32_t *w, uint32_t v, int64_t deadline)
+{
+	while (__atomic_load_n(w, __ATOMIC_ACQUIRE) == v) {
+		struct timespec ts, *tsp = NULL;
+		if (deadline >= 0) {
+			struct timespec now;
+			clock_gettime(CLOCK_MONOTONIC, &now);
+			int64_t left = deadline - ((int64_t)now.tv_sec * 1000000000 + now.tv_nsec);
+			if (left <= 0)
+				return -ETIME;
+			ts.tv_sec = left / 1000000000;
+			ts.tv_nsec = left % 1000000000;
+			tsp = &ts;
+		}
+		rs_syscall(SYS_futex, w, FUTEX_WAIT_PRIVATE, v, tsp, NULL, 0);
+	}
+	return 0;
+}
+
+static int64_t deadline_after(int ms)
+{
+	if (ms < 0)
+		return -1;
+	struct timespec now;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return (int64_t)now.tv_sec * 1000000000 + now.tv_nsec + (int64_t)ms * 1000000;
+}
+
+static void job_put(struct rs_drain_job *j)
+{
+	rs_tsan_release(&j->refs);
+	if (__atomic_sub_fetch(&j->refs, 1, __ATOMIC_ACQ_REL) == 0) {
+		rs_tsan_acquire(&j->refs);
+		free(j->buf);
+		free(j);
+	}
+}
+
+/* ---- the drain thread ------------------------------------------------------ */
+
+static void arm_wake(void)
+{
+	struct io_uring_sqe *sqe = io_uring_get_sqe(&dr.ring);
+	io_uring_prep_read(sqe, dr.evfd, &dr.evbuf, sizeof(dr.evbuf), 0);
+	io_uring_sqe_set_data64(sqe, UD_WAKE);
+}
+
+static struct io_uring_sqe *get_sqe(void)
+{
+	struct io_uring_sqe *sqe;
+	while (!(sqe = io_uring_get_sqe(&dr.ring)))
+		io_uring_submit(&dr.ring);
+	return sqe;
+}
+
+static void submit_send(struct rs_drain_job *j)
+{
+	struct io_uring_sqe *sqe = get_sqe();
+	io_uring_prep_send(sqe, j->slot, j->buf + j->off, j->len - j->off, MSG_NOSIGNAL | MSG_WAITALL);
+	sqe->flags |= IOSQE_FIXED_FILE;
+	io_uring_sqe_set_data64(sqe, (uint64_t)(uintptr_t)j);
+}
+
+/* The job is over: free its slot, tell whoever waits. */
+static void job_finish(struct rs_drain_job *j)
+{
+	int none = -1;
+	io_uring_register_files_update(&dr.ring, (unsigned)j->slot, &none, 1);
+	rs_mutex_lock(&dr.lock);
+	dr.slots[j->slot / 64] &= ~(1ull << (j->slot % 64));
+	if (j->all_prev)
+		j->all_prev->all_next = j->all_next;
+	else
+		dr.all = j->all_next;
+	if (j->all_next)
+		j->all_next->all_prev = j->all_prev;
+	rs_tsan_release(&j->done);
+	__atomic_store_n(&j->done, 1, __ATOMIC_RELEASE);
+	futex_wake(&j->done);
+	if (j->notify) {
+		/* A completion in the owner's ring wakes it in any engine wait.
+		 * Submitted under the lock: the owner clears notify (under the
+		 * lock) before its ring goes away. */
+		struct io_uring_sqe *sqe = get_sqe();
+		io_uring_prep_msg_ring(sqe, j->notify->ring.ring_fd, 0, RS_UD(NULL, RS_UD_DRAIN), 0);
+		io_uring_sqe_set_data64(sqe, UD_MSG);
+		io_uring_submit(&dr.ring);
+	}
+	__atomic_sub_fetch(&dr.running, 1, __ATOMIC_ACQ_REL);
+	futex_wake(&dr.running);
+	rs_mutex_unlock(&dr.lock);
+	job_put(j);
+}
+
+static void job_sent(struct rs_drain_job *j, int res)
+{
+	if (j->stage == 1) { /* the shutdown after the data */
+		job_finish(j);
+		return;
+	}
+	if (res > 0) {
+		j->off += (size_t)res;
+		if (j->off < j->len) {
+			submit_send(j); /* a kernel that does not retry partial sends */
+			return;
+		}
+	} else if (res == -EINTR || res == -EAGAIN) {
+		submit_send(j);
+		return;
+	} else if (res < 0) {
+		j->err = -res;
+	}
+	rs_mutex_lock(&dr.lock);
+	int shut = j->shut && !j->err;
+	if (shut)
+		j->stage = 1;
+	rs_mutex_unlock(&dr.lock);
+	if (!shut) {
+		job_finish(j);
+		return;
+	}
+	struct io_uring_sqe *sqe = get_sqe();
+	io_uring_prep_shutdown(sqe, j->slot, j->shut - 1);
+	sqe->flags |= IOSQE_FIXED_FILE;
+	io_uring_sqe_set_data64(sqe, (uint64_t)(uintptr_t)j);
+}
+
+static void *drain_main(void *arg)
+{
+	(void)arg;
+	/* Enter through a registered index (this thread's own), so the
+	 * number of the ring's fd may change (fdguard) under it. */
+	io_uring_register_ring_fd(&dr.ring);
+	arm_wake();
+	for (;;) {
+		struct io_uring_cqe *cqe;
+		int e = io_uring_submit_and_wait(&dr.ring, 1);
+		if (e < 0 && e != -EINTR && e != -EAGAIN && e != -EBUSY) {
+			static int said;
+			if (!said++)
+				rs_warn("drain thread: io_uring_enter failed: %s", strerror(-e));
+			struct timespec ts = { 0, 10 * 1000 * 1000 };
+			nanosleep(&ts, NULL);
+		}
+		while (io_uring_peek_cqe(&dr.ring, &cqe) == 0) {
+			uint64_t ud = cqe->user_data;
+			int res = cqe->res;
+			io_uring_cqe_seen(&dr.ring, cqe);
+			if (ud == UD_MSG)
+				continue;
+			if (ud == UD_WAKE) {
+				rs_mutex_lock(&dr.lock);
+				struct rs_drain_job *in = dr.incoming;
+				dr.incoming = NULL;
+				rs_mutex_unlock(&dr.lock);
+				/* oldest first: sends on one socket never overlap, but
+				 * keep the order anyway */
+				struct rs_drain_job *rev = NULL;
+				while (in) {
+					struct rs_drain_job *n = in->next;
+					in->next = rev;
+					rev = in;
+					in = n;
+				}
+				for (; rev; rev = rev->next)
+					submit_send(rev);
+				arm_wake();
+				continue;
+			}
+			job_sent((struct rs_drain_job *)(uintptr_t)ud, res);
+		}
+	}
+	return NULL;
+}
+
+/* Lock held. */
+static int start(void)
+{
+	if (dr.state)
+		return dr.state;
+	dr.state = -1;
+	struct io_uring_params p;
+	memset(&p, 0, sizeof(p));
+	if (io_uring_queue_init_params(DRAIN_ENTRIES, &dr.ring, &p) < 0)
+		return -1;
+	/* Like the owners' rings: a fork child must not keep this ring (and
+	 * the sockets in its file table) alive. */
+	madvise(dr.ring.sq.ring_ptr, dr.ring.sq.ring_sz, MADV_DONTFORK);
+	if (dr.ring.cq.ring_ptr != dr.ring.sq.ring_ptr)
+		madvise(dr.ring.cq.ring_ptr, dr.ring.cq.ring_sz, MADV_DONTFORK);
+	madvise(dr.ring.sq.sqes, dr.ring.sq.ring_entries * sizeof(struct io_uring_sqe), MADV_DONTFORK);
+	if (io_uring_register_files_sparse(&dr.ring, DRAIN_SLOTS) < 0)
+		goto fail_ring;
+	if (rs_fdguard_adopt(dr.ring.ring_fd, &dr.ring.ring_fd) < 0)
+		goto fail_ring;
+	dr.ring.enter_ring_fd = dr.ring.ring_fd; /* liburing enters through it */
+	long efd = rs_syscall(SYS_eventfd2, 0, EFD_CLOEXEC);
+	if (efd < 0)
+		goto fail_ring;
+	dr.evfd = (int)efd;
+	if (rs_fdguard_adopt(dr.evfd, &dr.evfd) < 0) {
+		rs_sys_close(dr.evfd);
+		goto fail_ring;
+	}
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_attr_t attr;
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	pthread_attr_setstacksize(&attr, 64 * 1024);
+	pthread_t th;
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	int e = pthread_create(&th, &attr, drain_main, NULL);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	pthread_attr_destroy(&attr);
+	if (e != 0)
+		goto fail_evfd;
+	dr.state = 1;
+	return 1;
+fail_evfd:
+	rs_fdguard_release(dr.evfd);
+	dr.evfd = -1;
+fail_ring:
+	rs_fdguard_release(dr.ring.ring_fd);
+	dr.ring.ring_fd = -1;
+	io_uring_queue_exit(&dr.ring);
+	rs_warn("the drain thread could not start; sends to a full socket are finished synchronously");
+	return -1;
+}
+
+/* ---- the engine's side ------------------------------------------------------ */
+
+struct rs_drain_job *rs_drain_start(int fd, char *buf, size_t len, struct rs_ring *notify)
+{
+	struct rs_drain_job *j = calloc(1, sizeof(*j));
+	if (!j)
+		return NULL;
+	rs_mutex_lock(&dr.lock);
+	if (start() < 0)
+		goto fail;
+	int slot = -1;
+	for (int i = 0; i < DRAIN_SLOTS / 64 && slot < 0; i++)
+		if (~dr.slots[i])
+			slot = i * 64 + __builtin_ctzll(~dr.slots[i]);
+	if (slot < 0)
+		goto fail;
+	if (io_uring_register_files_update(&dr.ring, (unsigned)slot, &fd, 1) != 1)
+		goto fail;
+	dr.slots[slot / 64] |= 1ull << (slot % 64);
+	j->buf = buf;
+	j->len = len;
+	j->slot = slot;
+	j->refs = 2;
+	j->notify = notify;
+	j->next = dr.incoming;
+	dr.incoming = j;
+	j->all_next = dr.all;
+	if (dr.all)
+		dr.all->all_prev = j;
+	dr.all = j;
+	__atomic_add_fetch(&dr.running, 1, __ATOMIC_ACQ_REL);
+	uint64_t one = 1;
+	rs_sys_write(dr.evfd, &one, sizeof(one));
+	rs_mutex_unlock(&dr.lock);
+	rs_stat_add(RS_C_DRAINED, 1);
+	return j;
+fail:
+	rs_mutex_unlock(&dr.lock);
+	free(j);
+	return NULL;
+}
+
+int rs_drain_done(struct rs_drain_job *j)
+{
+	if (!__atomic_load_n(&j->done, __ATOMIC_ACQUIRE))
+		return 0;
+	rs_tsan_acquire(&j->done);
+	return 1;
+}
+
+int rs_drain_error(struct rs_drain_job *j)
+{
+	return rs_drain_done(j) ? j->err : 0;
+}
+
+int rs_drain_shut_after(struct rs_drain_job *j, int how)
+{
+	rs_mutex_lock(&dr.lock);
+	int ok = !j->done && j->stage == 0;
+	if (ok)
+		j->shut = how + 1;
+	rs_mutex_unlock(&dr.lock);
+	return ok;
+}
+
+int rs_drain_wait(struct rs_drain_job *j, int timeout_ms)
+{
+	return futex_wait_change(&j->done, 0, deadline_after(timeout_ms));
+}
+
+void rs_drain_unnotify(struct rs_drain_job *j)
+{
+	rs_mutex_lock(&dr.lock);
+	j->notify = NULL;
+	rs_mutex_unlock(&dr.lock);
+}
+
+void rs_drain_release(struct rs_drain_job *j)
+{
+	rs_drain_unnotify(j);
+	job_put(j);
+}
+
+int rs_drain_wait_all(int timeout_ms)
+{
+	int64_t deadline = deadline_after(timeout_ms);
+	for (;;) {
+		uint32_t n = __atomic_load_n(&dr.running, __ATOMIC_ACQUIRE);
+		if (!n)
+			return 0;
+		if (futex_wait_change(&dr.running, n, deadline) < 0)
+			return -ETIME;
+	}
+}
+
+void rs_drain_before_fork(void)
+{
+	if (rs_drain_wait_all(10000) < 0)
+		rs_warn("fork: sends to a peer that is not reading were still draining after 10 s");
+	rs_mutex_lock(&dr.lock);
+}
+
+void rs_drain_after_fork(int child)
+{
+	if (!child) {
+		rs_mutex_unlock(&dr.lock);
+		return;
+	}
+	/* The thread is the parent's, and so are the jobs (their memory is
+	 * left to the child; the sockets' records forget them). */
+	if (dr.state == 1) {
+		rs_fdguard_release(dr.evfd);
+		rs_fdguard_release(dr.ring.ring_fd);
+	}
+	dr.state = 0;
+	dr.evfd = -1;
+	dr.incoming = dr.all = NULL;
+	dr.running = 0;
+	memset(dr.slots, 0, sizeof(dr.slots));
+	memset(&dr.ring, 0, sizeof(dr.ring));
+	pthread_mutex_init(&dr.lock, NULL);
+}
