@@ -151,6 +151,10 @@ struct rs_ring {
 	struct rs_tcp *rearm;   /* sockets whose multishot receive must restart */
 	struct rs_tcp *detach;  /* sockets other threads detached */
 	struct rs_tcp *draining; /* sockets with a drain job (drain_next) */
+	const void *poll_key;   /* the epoll set polled by the ring (ep.c) */
+	uint64_t poll_ud;       /* its user_data while armed */
+	uint64_t poll_seq;
+	uint8_t poll_armed;
 	int drain_ended;        /* a drain job ended: look at the list */
 	unsigned nr_tx_sqes;    /* sends prepared since the last submit */
 	unsigned send_batch;
@@ -178,6 +182,16 @@ int rs_ring_wait(struct rs_ring *r, int (*cond)(void *), void *arg, int timeout_
 int rs_ring_reap(struct rs_ring *r);
 /* Does the owner need to enter the kernel to make progress? */
 int rs_ring_has_work(struct rs_ring *r);
+/* A one-shot poll for input on fd (an epoll set, known by key) through
+ * the ring, unless one is armed for key already (lock held). */
+void rs_ring_poll_arm(struct rs_ring *r, int fd, const void *key);
+/* Must the kernel be asked about key's fd?  Not while its poll is armed
+ * and has not fired (lock held). */
+int rs_ring_poll_needed(struct rs_ring *r, const void *key);
+/* Block in io_uring_enter (lock NOT held; owner only; nothing left to
+ * submit, or a signal would go unreported) until a completion, the
+ * timeout or a signal: 0, -ETIME or -EINTR. */
+int rs_ring_block(struct rs_ring *r, int timeout_ms, const sigset_t *ss);
 /* Mask or unmask the ring's eventfd around engine code. */
 void rs_ring_evfd_quiet(struct rs_ring *r, int quiet);
 void rs_engine_thread_exit(void *ring);
@@ -187,7 +201,8 @@ void rs_engine_after_fork_child(void);
 void rs_engine_flush_all(void); /* exec and exit: queued sends reach the kernel */
 
 /* user_data: pointer | op (low 3 bits). */
-enum { RS_UD_RECV = 1, RS_UD_SEND = 2, RS_UD_CANCEL = 3, RS_UD_DRAIN = 4 /* a drain job ended */ };
+enum { RS_UD_RECV = 1, RS_UD_SEND = 2, RS_UD_CANCEL = 3, RS_UD_DRAIN = 4 /* a drain job ended */,
+       RS_UD_POLL = 5 /* the wait's poll of an epoll set (sequence << 3) */ };
 #define RS_UD(p, op) ((uint64_t)(uintptr_t)(p) | (op))
 #define RS_UD_PTR(ud) ((void *)(uintptr_t)((ud) & ~7ull))
 #define RS_UD_OP(ud) ((int)((ud) & 7))

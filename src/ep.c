@@ -611,22 +611,43 @@ int rs_ep_wait(int epfd, struct epoll_event *evs, int max, int timeout_ms, const
 			     (tmo->tv_nsec % 1000000 ? 1 : 0);
 	if (timeout_ms > 0)
 		deadline = now_ns() + (int64_t)timeout_ms * 1000000;
+	/* RINGSOCK_WAIT=ring: block in io_uring_enter with the set itself
+	 * polled through the ring, so one system call both sends what is queued
+	 * and wakes on the next completion; the kernel's part of the set is
+	 * fetched only when the set became readable. */
+	int ring_mode = r && rs_rt.cfg.v[RS_K_WAIT] == 0;
 	for (;;) {
 		int n = 0, nforeign = 0, wake = 0, transient = 0;
 		struct rs_sock *foreign[8];
 		int ffd[8];
 		int block = timeout_ms != 0;
+		int fetch = 1; /* ask the kernel's set */
 		if (r) {
 			rs_ring_lock(r);
+			if (ring_mode && block)
+				rs_ring_poll_arm(r, epfd, ep); /* submitted with the sends */
 			rs_ring_progress(r);
 			n = collect(ep, r, evs, max, foreign, &nforeign, ffd, &transient);
+			if (ring_mode) {
+				/* A poll armed and not fired: the set has had nothing
+				 * since it was armed (a one-shot poll completes at once
+				 * if the set is readable when armed). */
+				fetch = rs_ring_poll_needed(r, ep);
+			}
 			if (!n && block && !nforeign) {
 				ensure_ring_in(ep, r);
-				rs_ring_evfd_quiet(r, 0);
-				if (rs_ring_has_work(r)) {
-					rs_ring_evfd_quiet(r, 1);
-					rs_ring_unlock(r);
-					continue;
+				if (ring_mode) {
+					if (rs_ring_has_work(r)) {
+						rs_ring_unlock(r);
+						continue;
+					}
+				} else {
+					rs_ring_evfd_quiet(r, 0);
+					if (rs_ring_has_work(r)) {
+						rs_ring_evfd_quiet(r, 1);
+						rs_ring_unlock(r);
+						continue;
+					}
 				}
 			}
 			rs_ring_unlock(r);
@@ -650,9 +671,30 @@ int rs_ep_wait(int epfd, struct epoll_event *evs, int max, int timeout_ms, const
 			t_ms = 10; /* a socket in hand-over: look again soon */
 			wake = 1;
 		}
-		long k = rs_syscall(SYS_epoll_pwait, epfd, evs + n, max - n, t_ms, ss, 8);
-		if (r)
+		long k = 0;
+		if (fetch)
+			k = rs_syscall(SYS_epoll_pwait, epfd, evs + n, max - n, ring_mode ? 0 : t_ms, ss, 8);
+		if (r && !ring_mode)
 			rs_ring_evfd_quiet(r, 1);
+		if (ring_mode && !k && !n && block) {
+			/* Nothing anywhere: sleep in the ring, the set polled by it.
+			 * The wait submits nothing: io_uring_enter reports a signal
+			 * (EINTR) only when it submitted nothing.  Not holding the
+			 * lock: another thread may take it and reap meanwhile; it
+			 * wakes us through the set (it writes our eventfd, which is
+			 * in it). */
+			rs_ring_lock(r);
+			int busy = rs_ring_has_work(r) || rs_ring_poll_needed(r, ep);
+			rs_ring_unlock(r);
+			if (busy)
+				continue;
+			int e = rs_ring_block(r, t_ms, ss);
+			if (e == -EINTR)
+				return -EINTR;
+			if (e == -ETIME && (!wake || (deadline >= 0 && now_ns() >= deadline)))
+				return 0;
+			continue;
+		}
 		if (k < 0)
 			return n ? n : (int)k;
 		/* Translate the kernel's entries. */

@@ -10,6 +10,7 @@
  * own submissions do not wake anyone.
  */
 #include <errno.h>
+#include <poll.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -228,7 +229,10 @@ int rs_ring_reap(struct rs_ring *r)
 			struct io_uring_cqe *c = cqes[i];
 			void *p = RS_UD_PTR(c->user_data);
 			int op = RS_UD_OP(c->user_data);
-			if (p)
+			if (op == RS_UD_POLL) {
+				if (c->user_data == r->poll_ud)
+					r->poll_armed = 0; /* fired (one-shot) */
+			} else if (p)
 				rs_tcp_complete(r, p, op, c);
 			else if (op == RS_UD_DRAIN)
 				r->drain_ended = 1;
@@ -336,6 +340,44 @@ int rs_ring_wait(struct rs_ring *r, int (*cond)(void *), void *arg, int timeout_
 		if (e == -EINTR)
 			return -EINTR;
 	}
+}
+
+void rs_ring_poll_arm(struct rs_ring *r, int fd, const void *key)
+{
+	if (r->poll_armed && r->poll_key == key)
+		return;
+	struct io_uring_sqe *sqe;
+	if (r->poll_armed && (sqe = rs_ring_sqe(r)) != NULL) {
+		/* another set (or a closed one's number reused): drop the old */
+		io_uring_prep_cancel64(sqe, r->poll_ud, 0);
+		io_uring_sqe_set_data64(sqe, 0);
+	}
+	r->poll_armed = 0;
+	sqe = rs_ring_sqe(r);
+	if (!sqe)
+		return;
+	io_uring_prep_poll_add(sqe, fd, POLLIN);
+	r->poll_ud = (++r->poll_seq << 3) | RS_UD_POLL;
+	io_uring_sqe_set_data64(sqe, r->poll_ud);
+	r->poll_armed = 1;
+	r->poll_key = key;
+}
+
+int rs_ring_poll_needed(struct rs_ring *r, const void *key)
+{
+	return r->poll_key != key || !r->poll_armed;
+}
+
+int rs_ring_block(struct rs_ring *r, int timeout_ms, const sigset_t *ss)
+{
+	struct __kernel_timespec ts, *tsp = NULL;
+	if (timeout_ms >= 0) {
+		ts.tv_sec = timeout_ms / 1000;
+		ts.tv_nsec = (long long)(timeout_ms % 1000) * 1000000;
+		tsp = &ts;
+	}
+	int e = ring_enter(r, 1, tsp, ss);
+	return e == -EINTR || e == -ETIME ? e : 0;
 }
 
 void rs_ring_evfd_quiet(struct rs_ring *r, int quiet)
