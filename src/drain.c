@@ -17,8 +17,10 @@
  * posts a message to the owner's ring (IORING_OP_MSG_RING), which wakes
  * the owner wherever it waits for the engine.
  *
- * The thread is started on the first job, with every signal blocked.
- * fork waits (up to 10 s) for running jobs; the child starts afresh.
+ * The thread starts with the first ring, with every signal blocked.  Every
+ * RS_WATCH_MS it also looks for rings whose owner left sends queued and
+ * went to block where the library cannot see (rs_engine_watchdog).  fork
+ * waits (up to 10 s) for running jobs; the child starts afresh.
  */
 #include <errno.h>
 #include <linux/futex.h>
@@ -33,6 +35,7 @@
 #include "sys.h"
 
 #define DRAIN_SLOTS 1024
+#define RS_WATCH_MS 50
 #define DRAIN_ENTRIES 256
 #define UD_WAKE 1ull  /* the eventfd read: new jobs */
 #define UD_MSG 2ull   /* a message posted to an owner's ring */
@@ -54,6 +57,9 @@ struct rs_drain_job {
 static struct {
 	pthread_mutex_t lock;         /* everything below */
 	int state;                    /* 0 not started, 1 running, -1 failed */
+	pthread_t th;
+	int stop;                     /* the thread is asked to end (fork) */
+	int restart;                  /* stopped for fork: start again after */
 	struct io_uring ring;
 	int evfd;
 	uint64_t evbuf;
@@ -205,7 +211,12 @@ static void *drain_main(void *arg)
 	arm_wake();
 	for (;;) {
 		struct io_uring_cqe *cqe;
-		int e = io_uring_submit_and_wait(&dr.ring, 1);
+		struct __kernel_timespec ts = { 0, RS_WATCH_MS * 1000000LL };
+		int e = io_uring_submit_and_wait_timeout(&dr.ring, &cqe, 1, &ts, NULL);
+		if (e == -ETIME) {
+			rs_engine_watchdog();
+			continue;
+		}
 		if (e < 0 && e != -EINTR && e != -EAGAIN && e != -EBUSY) {
 			static int said;
 			if (!said++)
@@ -235,6 +246,10 @@ static void *drain_main(void *arg)
 				}
 				for (; rev; rev = rev->next)
 					submit_send(rev);
+				if (__atomic_load_n(&dr.stop, __ATOMIC_ACQUIRE)) {
+					io_uring_unregister_ring_fd(&dr.ring);
+					return NULL;
+				}
 				arm_wake();
 				continue;
 			}
@@ -277,11 +292,10 @@ static int start(void)
 	sigfillset(&all);
 	pthread_attr_t attr;
 	pthread_attr_init(&attr);
-	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
 	pthread_attr_setstacksize(&attr, 64 * 1024);
-	pthread_t th;
 	pthread_sigmask(SIG_SETMASK, &all, &old);
-	int e = pthread_create(&th, &attr, drain_main, NULL);
+	dr.stop = 0;
+	int e = pthread_create(&dr.th, &attr, drain_main, NULL);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	pthread_attr_destroy(&attr);
 	if (e != 0)
@@ -300,6 +314,13 @@ fail_ring:
 }
 
 /* ---- the engine's side ------------------------------------------------------ */
+
+void rs_drain_watch(void)
+{
+	rs_mutex_lock(&dr.lock);
+	start();
+	rs_mutex_unlock(&dr.lock);
+}
 
 struct rs_drain_job *rs_drain_start(int fd, char *buf, size_t len, struct rs_ring *notify)
 {
@@ -394,19 +415,56 @@ int rs_drain_wait_all(int timeout_ms)
 	}
 }
 
+/* Tear the idle thread and its ring down (lock not held). */
+static void stop(void)
+{
+	rs_mutex_lock(&dr.lock);
+	int running = dr.state == 1 && !dr.running && !dr.incoming;
+	if (running)
+		__atomic_store_n(&dr.stop, 1, __ATOMIC_RELEASE);
+	rs_mutex_unlock(&dr.lock);
+	if (!running)
+		return;
+	uint64_t one = 1;
+	rs_sys_write(dr.evfd, &one, sizeof(one));
+	pthread_join(dr.th, NULL);
+	rs_fdguard_release(dr.evfd);
+	rs_fdguard_release(dr.ring.ring_fd);
+	dr.ring.ring_fd = -1;
+	io_uring_queue_exit(&dr.ring);
+	dr.evfd = -1;
+	dr.state = 0;
+	dr.restart = 1;
+}
+
+void rs_drain_stop(void)
+{
+	stop();
+	dr.restart = 0;
+}
+
+/* Before fork: jobs finish first (up to 10 s).  An idle thread is stopped,
+ * so a single-threaded program forks as a single-threaded process (the
+ * parent starts it again after). */
 void rs_drain_before_fork(void)
 {
 	if (rs_drain_wait_all(10000) < 0)
 		rs_warn("fork: sends to a peer that is not reading were still draining after 10 s");
+	stop();
 	rs_mutex_lock(&dr.lock);
 }
 
 void rs_drain_after_fork(int child)
 {
 	if (!child) {
+		if (dr.restart) {
+			dr.restart = 0;
+			start();
+		}
 		rs_mutex_unlock(&dr.lock);
 		return;
 	}
+	dr.restart = 0;
 	/* The thread is the parent's, and so are the jobs (their memory is
 	 * left to the child; the sockets' records forget them). */
 	if (dr.state == 1) {

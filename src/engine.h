@@ -157,6 +157,8 @@ struct rs_ring {
 	uint8_t poll_armed;
 	int drain_ended;        /* a drain job ended: look at the list */
 	unsigned nr_tx_sqes;    /* sends prepared since the last submit */
+	uint64_t prepare_seq;   /* rounds of engine work (watchdog) */
+	uint64_t watch_seq;     /* prepare_seq at the watchdog's last look */
 	unsigned send_batch;
 };
 
@@ -199,6 +201,7 @@ void rs_engine_before_fork(void);
 void rs_engine_after_fork_parent(void);
 void rs_engine_after_fork_child(void);
 void rs_engine_flush_all(void); /* exec and exit: queued sends reach the kernel */
+void rs_engine_watchdog(void);  /* drain thread: sends queued by a blocked owner */
 
 /* user_data: pointer | op (low 3 bits). */
 enum { RS_UD_RECV = 1, RS_UD_SEND = 2, RS_UD_CANCEL = 3, RS_UD_DRAIN = 4 /* a drain job ended */,
@@ -222,6 +225,8 @@ int rs_drain_wait(struct rs_drain_job *j, int timeout_ms); /* 0 or -ETIME */
 void rs_drain_release(struct rs_drain_job *j);   /* the socket lets go of it */
 void rs_drain_unnotify(struct rs_drain_job *j);  /* its owner ring goes away */
 int rs_drain_wait_all(int timeout_ms);           /* 0 or -ETIME */
+void rs_drain_watch(void);     /* start the thread (it also runs the watchdog) */
+void rs_drain_stop(void);      /* exit, exec: end the thread once idle */
 void rs_drain_before_fork(void);
 void rs_drain_after_fork(int child);
 
@@ -354,6 +359,7 @@ void rs_tcp_drains_ended(struct rs_ring *r);   /* after an RS_UD_DRAIN */
 void rs_tcp_fork_prepare(struct rs_tcp *t);
 void rs_tcp_fork_child(struct rs_tcp *t);
 size_t rs_tcp_flush_direct(struct rs_tcp *t); /* write queued sends with syscalls */
+void rs_tcp_flush_queued(struct rs_ring *r);  /* r's send queue, nonblocking, not by its owner */
 
 /* ---- ep.c --------------------------------------------------------------- */
 struct rs_epreg;

@@ -179,6 +179,7 @@ struct rs_ring *rs_ring_get(void)
 	rs_ring_tls = r;
 	pthread_setspecific(exit_key, r);
 	rs_stat_add(RS_C_RINGS, 1);
+	rs_drain_watch(); /* the watchdog below runs from now on */
 	return r;
 }
 
@@ -258,6 +259,7 @@ int rs_ring_has_work(struct rs_ring *r)
 /* Turn queued intentions into SQEs. */
 static void ring_prepare(struct rs_ring *r)
 {
+	r->prepare_seq++;
 	while (r->detach) {
 		struct rs_tcp *t = r->detach;
 		r->detach = t->detach_next;
@@ -411,6 +413,31 @@ void rs_engine_thread_exit(void *arg)
 	rs_ring_unlock(r);
 }
 
+/* The drain thread calls this every RS_WATCH_MS.  A ring whose owner left
+ * sends queued and has not run engine code since the last look is blocked
+ * where the library cannot see (a condition variable, a sleep, a call it
+ * does not interpose): its queued sends are written out for it, so a peer
+ * waiting for them is never left waiting on that thread. */
+void rs_engine_watchdog(void)
+{
+	/* never waits: fork holds these while it waits for the drain thread */
+	if (pthread_mutex_trylock(&all_lock) != 0)
+		return;
+	rs_tsan_acquire(&all_lock);
+	for (struct rs_ring *r = all_rings; r; r = r->all_next) {
+		if (pthread_mutex_trylock(&r->lock) != 0)
+			continue; /* its owner is running engine code */
+		rs_tsan_acquire(&r->lock);
+		if (!r->dead && r->txq && r->prepare_seq == r->watch_seq) {
+			rs_ring_reap(r);
+			rs_tcp_flush_queued(r);
+		}
+		r->watch_seq = r->prepare_seq;
+		rs_ring_unlock(r);
+	}
+	rs_mutex_unlock(&all_lock);
+}
+
 /* ---- fork, exec, exit ---------------------------------------------------- */
 
 void rs_engine_before_fork(void)
@@ -504,4 +531,5 @@ void rs_engine_flush_all(void)
 	/* and what the drain thread still has, in the same 10 s spirit */
 	if (rs_drain_wait_all(10000) < 0)
 		rs_warn("exit: sends to a peer that is not reading were still draining after 10 s");
+	rs_drain_stop(); /* idle now: nothing runs beside the exit handlers */
 }

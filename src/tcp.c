@@ -1114,6 +1114,46 @@ size_t rs_tcp_flush_direct(struct rs_tcp *t)
 	return t->tx_bytes;
 }
 
+/* The watchdog (another thread, r's lock held): r's owner is blocked
+ * outside the engine with sends queued.  Write them now without blocking;
+ * what the kernel cannot take goes to the drain thread. */
+void rs_tcp_flush_queued(struct rs_ring *r)
+{
+	while (r->txq) {
+		struct rs_tcp *t = r->txq;
+		r->txq = t->txq_next;
+		t->on_txq = 0;
+		while (t->tx_cnt && !t->send_inflight && !t->drain && t->fd >= 0) {
+			struct iovec v[RS_TX_IOV];
+			uint32_t k = t->tx_cnt < RS_TX_IOV ? t->tx_cnt : RS_TX_IOV;
+			size_t bytes = 0;
+			for (uint32_t i = 0; i < k; i++) {
+				struct rs_txseg *g = tx_at(t, i);
+				v[i].iov_base = g->data;
+				v[i].iov_len = g->len;
+				bytes += g->len;
+			}
+			struct msghdr m = { .msg_iov = v, .msg_iovlen = k };
+			long n = rs_syscall(SYS_sendmsg, t->fd, &m, MSG_DONTWAIT | MSG_NOSIGNAL);
+			if (n > 0)
+				tx_consume(t, (size_t)n, r);
+			if (n == -EINTR)
+				continue;
+			if (n < 0 && n != -EAGAIN) {
+				t->tx_err = (int)-n;
+				tx_drop_all(t, r);
+				break;
+			}
+			if (n < 0 || (size_t)n < bytes) {
+				drain_handover(r, t);
+				break;
+			}
+		}
+		rs_ep_sock_changed(t);
+	}
+	r->nr_tx_sqes = 0;
+}
+
 /* ---- completions ---------------------------------------------------------- */
 
 static void recv_done(struct rs_ring *r, struct rs_tcp *t, struct io_uring_cqe *c)

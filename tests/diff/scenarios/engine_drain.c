@@ -9,9 +9,11 @@
  *   - with the writer left open, reading exactly what was accepted; then
  *     the writer must report EPOLLOUT again (edge-triggered) and take more;
  *   - the writing thread blocks on a condition variable (not a socket call)
- *     while another thread reads everything.
+ *     while another thread reads everything;
+ *   - the same with one small send (queued by the engine, not yet
+ *     submitted when the thread blocks).
  * A watchdog turns a hang into a failure.
- * ENGINE_MIN_ACCELERATED=4 */
+ * ENGINE_MIN_ACCELERATED=5 */
 #include "../scn.h"
 #include <pthread.h>
 #include <sys/epoll.h>
@@ -112,10 +114,18 @@ static int filled, done;
 static size_t accepted;
 static int wc;
 
+static int small_only;
+
 static void *writer(void *arg)
 {
 	(void)arg;
-	size_t n = fill(wc, 4);
+	size_t n;
+	if (small_only) {
+		fill_pattern(out, 64, 5);
+		n = send(wc, out, 64, MSG_NOSIGNAL) == 64 ? 64 : 0;
+	} else {
+		n = fill(wc, 4);
+	}
 	pthread_mutex_lock(&mu);
 	accepted = n;
 	filled = 1;
@@ -126,9 +136,11 @@ static void *writer(void *arg)
 	return NULL;
 }
 
-static void writer_on_condvar(void)
+static void writer_on_condvar(int small)
 {
 	int s;
+	small_only = small;
+	filled = done = 0;
 	small_pair(&wc, &s);
 	pthread_t th;
 	pthread_create(&th, NULL, writer, NULL);
@@ -137,7 +149,8 @@ static void writer_on_condvar(void)
 		pthread_cond_wait(&cv, &mu);
 	pthread_mutex_unlock(&mu);
 	size_t got = read_exact(s, accepted, 0);
-	say("condvar: all arrived %d, intact %d", got == accepted, !memcmp(in, out, accepted));
+	say("condvar%s: all arrived %d, intact %d", small ? " (one small send)" : "", got == accepted,
+	    !memcmp(in, out, accepted));
 	pthread_mutex_lock(&mu);
 	done = 1;
 	pthread_cond_broadcast(&cv);
@@ -154,6 +167,7 @@ int main(void)
 	after_close();
 	after_shutdown();
 	left_open();
-	writer_on_condvar();
+	writer_on_condvar(0);
+	writer_on_condvar(1);
 	return 0;
 }
