@@ -1422,15 +1422,32 @@ static int drained_cond(void *arg)
 	return gone_cond(arg) && !t->drain;
 }
 
+struct gone_arg {
+	struct rs_ring *r;
+	struct rs_tcp *t;
+};
+
+/* t is done with, or already left r (a completion during the wait may
+ * finish a detach or free a closed socket: then t must not be touched). */
+static int left_or_drained(void *arg)
+{
+	struct gone_arg *g = arg;
+	return g->r->owned != g->t || drained_cond(g->t);
+}
+
 void rs_tcp_ring_gone(struct rs_ring *r, struct rs_tcp *t)
 {
-	if (t->mode == RS_TM_ARMED) {
+	if (t->mode == RS_TM_ARMED && !t->closing) {
 		RS_STORE(t->mode, RS_TM_DETACHING);
 		count_passthrough(t->sock, RINGSOCK_PT_THREAD);
 	}
 	cancel_recv(r, t);
 	rs_tcp_submit_tx(r, t);
-	if (rs_ring_wait(r, drained_cond, t, 10000) == -ETIME) {
+	struct gone_arg g = { r, t };
+	int e = rs_ring_wait(r, left_or_drained, &g, 10000);
+	if (r->owned != t)
+		return; /* (r->owned is t here: thread exit takes them in order) */
+	if (e == -ETIME) {
 		/* A drain goes on without this ring (the next send finds out
 		 * when it ended). */
 		rs_warn("thread exit: a send to a peer that is not reading did not finish in 10 s");

@@ -31,6 +31,18 @@ static void *armer(void *arg)
 	return NULL;
 }
 
+/* Arms a socket, closes it at once (its cancelled receive may still be
+ * completing) and exits: thread exit must not touch the freed socket. */
+static void *close_and_exit(void *arg)
+{
+	int fd = (int)(long)arg;
+	char b[8];
+	recv(fd, b, sizeof(b), MSG_DONTWAIT); /* arms it on this thread's ring */
+	send(fd, "x", 1, 0);
+	close(fd);
+	return NULL;
+}
+
 static void *worker(void *arg)
 {
 	int fd = (int)(long)arg;
@@ -166,5 +178,18 @@ int main(void)
 		slow += k;
 	}
 	say("slow socket then got everything %d", slow == flooded);
+
+	int ok = 1;
+	for (int i = 0; i < 50; i++) {
+		int a1, b1;
+		nb_pair(&a1, &b1);
+		pthread_t t;
+		pthread_create(&t, NULL, close_and_exit, (void *)(long)a1);
+		pthread_join(t, NULL);
+		char x;
+		ok &= recv_all_nb(b1, &x, 1) == 1 && x == 'x';
+		close(b1);
+	}
+	say("close then thread exit, 50 times: each byte arrived %d", ok);
 	return 0;
 }
