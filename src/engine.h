@@ -308,6 +308,8 @@ struct rs_tcp {
 	struct rs_txstate *txs;   /* allocated on the first send: idle sockets
 				   * do not carry it */
 	uint8_t linear_used;
+	uint8_t sent;             /* a send has been made (the first goes to the
+				   * kernel: errors from before arming) */
 	struct rs_chunk *txc;     /* TX_CACHE: the socket's own send chunk */
 	char *rxc;                /* RX_CACHE: the socket's own receive buffer */
 	uint8_t rxc_used;

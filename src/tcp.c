@@ -989,10 +989,13 @@ ssize_t rs_tcp_send(struct rs_tcp *t, const struct iovec *iov, int iovcnt, int f
 	}
 	size_t direct = (size_t)rs_rt.cfg.v[RS_K_DIRECT_THRESHOLD];
 	if (!t->tx_cnt && !t->send_inflight &&
-	    ((direct && total >= direct) || RS_LOAD(t->kfull))) {
+	    ((direct && total >= direct) || RS_LOAD(t->kfull) || !t->sent)) {
 		/* A large send with nothing queued: straight into the kernel's
 		 * buffer, one copy.  The same while the kernel's buffer was last
-		 * seen full: a partial count or EAGAIN, as the kernel says. */
+		 * seen full: a partial count or EAGAIN, as the kernel says.  And
+		 * the socket's first send: it may have been shut down or reset
+		 * before the engine saw it, and the kernel says so at once. */
+		t->sent = 1;
 		struct msghdr m = { .msg_iov = (struct iovec *)iov, .msg_iovlen = (size_t)iovcnt };
 		long k = rs_syscall(SYS_sendmsg, t->fd, &m, flags | MSG_DONTWAIT | MSG_NOSIGNAL);
 		if (k == -EPIPE || k == -ECONNRESET) {
