@@ -615,7 +615,14 @@ int rs_ep_wait(int epfd, struct epoll_event *evs, int max, int timeout_ms, const
 	 * polled through the ring, so one system call both sends what is queued
 	 * and wakes on the next completion; the kernel's part of the set is
 	 * fetched only when the set became readable. */
-	int ring_mode = r && rs_rt.cfg.v[RS_K_WAIT] == 0;
+	int ring_mode = 0;
+	if (r && rs_rt.cfg.v[RS_K_WAIT] == 0) {
+		/* only while this thread serves engine sockets: a set of kernel
+		 * fds alone is cheaper to wait on with epoll_wait itself */
+		rs_ring_lock(r);
+		ring_mode = r->owned != NULL;
+		rs_ring_unlock(r);
+	}
 	for (;;) {
 		int n = 0, nforeign = 0, wake = 0, transient = 0;
 		struct rs_sock *foreign[8];
