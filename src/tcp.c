@@ -588,18 +588,26 @@ static void nap_on(int fd, short ev)
 	rs_syscall(SYS_poll, &p, 1, 10);
 }
 
+/* The socket's engine state, locked and armed if it can be; NULL when the
+ * kernel serves it alone (never armed, or detached and drained). */
+static struct rs_tcp *enter_served(struct rs_sock *s, int fd)
+{
+	struct rs_tcp *t = rs_tcp_enter(s, fd, 1);
+	if (t && rs_tcp_passive(t)) {
+		rs_tcp_unlock(t);
+		return NULL;
+	}
+	return t;
+}
+
 ssize_t rs_tcp_recv_call(struct rs_sock *s, int fd, const struct iovec *iov, int n, int flags)
 {
 	if (flags & (MSG_OOB | MSG_ERRQUEUE))
 		return RS_PASS; /* urgent data and the error queue are the kernel's */
 	for (;;) {
-		struct rs_tcp *t = rs_tcp_enter(s, fd, 1);
+		struct rs_tcp *t = enter_served(s, fd);
 		if (!t)
 			return RS_PASS;
-		if (rs_tcp_passive(t)) {
-			rs_tcp_unlock(t);
-			return RS_PASS;
-		}
 		ssize_t r = rs_tcp_recv(t, iov, n, flags);
 		int nap = r == -EAGAIN && t->mode == RS_TM_DETACHING && !s->nonblock &&
 			  !(flags & MSG_DONTWAIT);
@@ -618,13 +626,9 @@ ssize_t rs_tcp_send_call(struct rs_sock *s, int fd, const struct iovec *iov, int
 		return RS_PASS;
 	}
 	for (;;) {
-		struct rs_tcp *t = rs_tcp_enter(s, fd, 1);
+		struct rs_tcp *t = enter_served(s, fd);
 		if (!t)
 			return RS_PASS;
-		if (rs_tcp_passive(t)) {
-			rs_tcp_unlock(t);
-			return RS_PASS;
-		}
 		ssize_t r;
 		if (t->mode == RS_TM_DETACHED && !t->tx_cnt && !t->drain) {
 			/* A blocking send must not hold the socket's lock. */
