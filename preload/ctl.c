@@ -2,6 +2,15 @@
  * getpeername. */
 #include "preload.h"
 
+#ifndef SO_RCVTIMEO_OLD
+#define SO_RCVTIMEO_OLD 20
+#define SO_SNDTIMEO_OLD 21
+#endif
+#ifndef SO_RCVTIMEO_NEW
+#define SO_RCVTIMEO_NEW 66
+#define SO_SNDTIMEO_NEW 67
+#endif
+
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/ioctl.h>
@@ -151,6 +160,9 @@ RS_EXPORT int setsockopt(int fd, int level, int name, const void *val, socklen_t
 		}
 	}
 	int r = REAL(setsockopt)(fd, level, name, val, len);
+	if (r == 0 && s && level == SOL_SOCKET &&
+	    (name == SO_RCVTIMEO_OLD || name == SO_RCVTIMEO_NEW || name == SO_SNDTIMEO_OLD || name == SO_SNDTIMEO_NEW))
+		s->timeo_known = 0; /* the engine reads them again when it needs them */
 	if (r == 0 && s && level == SOL_SOCKET && val && len >= (socklen_t)sizeof(int)) {
 		if (name == SO_RCVBUF || name == SO_RCVBUFFORCE)
 			s->rcvbuf = *(const int *)val;

@@ -15,6 +15,8 @@
  *   wait.c     poll/ppoll/select/pselect over engine and kernel fds
  *   drain.c    the drain thread: the rest of a send the kernel could not
  *              take at once (full send buffer), independent of the owner
+ *   sig.c      which signal handlers ran while a blocking call waited in
+ *              the ring (SA_RESTART parity)
  *
  * Ownership (see ringsock(7), IMPLEMENTATION):
  *   - A socket is armed on the ring of the thread that first needs it
@@ -155,6 +157,7 @@ struct rs_ring {
 	uint64_t poll_ud;       /* its user_data while armed */
 	uint64_t poll_seq;
 	uint8_t poll_armed;
+	uint8_t wake_armed;     /* a poll of evfd is in the ring (blocking calls) */
 	int drain_ended;        /* a drain job ended: look at the list */
 	unsigned nr_tx_sqes;    /* sends prepared since the last submit */
 	uint64_t prepare_seq;   /* rounds of engine work (watchdog) */
@@ -184,6 +187,8 @@ int rs_ring_wait(struct rs_ring *r, int (*cond)(void *), void *arg, int timeout_
 int rs_ring_reap(struct rs_ring *r);
 /* Does the owner need to enter the kernel to make progress? */
 int rs_ring_has_work(struct rs_ring *r);
+/* Has the kernel finished something for this ring (no system call)? */
+int rs_ring_has_completions(struct rs_ring *r);
 /* A one-shot poll for input on fd (an epoll set, known by key) through
  * the ring, unless one is armed for key already (lock held). */
 void rs_ring_poll_arm(struct rs_ring *r, int fd, const void *key);
@@ -194,6 +199,10 @@ int rs_ring_poll_needed(struct rs_ring *r, const void *key);
  * submit, or a signal would go unreported) until a completion, the
  * timeout or a signal: 0, -ETIME or -EINTR. */
 int rs_ring_block(struct rs_ring *r, int timeout_ms, const sigset_t *ss);
+/* A blocking call is about to sleep in the ring: the ring's eventfd (which
+ * other threads write when they need the owner) is polled by the ring, so
+ * the sleep ends when they do (lock held). */
+void rs_ring_wake_arm(struct rs_ring *r);
 /* Mask or unmask the ring's eventfd around engine code. */
 void rs_ring_evfd_quiet(struct rs_ring *r, int quiet);
 void rs_engine_thread_exit(void *ring);
@@ -205,7 +214,8 @@ void rs_engine_watchdog(void);  /* drain thread: sends queued by a blocked owner
 
 /* user_data: pointer | op (low 3 bits). */
 enum { RS_UD_RECV = 1, RS_UD_SEND = 2, RS_UD_CANCEL = 3, RS_UD_DRAIN = 4 /* a drain job ended */,
-       RS_UD_POLL = 5 /* the wait's poll of an epoll set (sequence << 3) */ };
+       RS_UD_POLL = 5 /* the wait's poll of an epoll set (sequence << 3) */,
+       RS_UD_WAKE = 6 /* the poll of the ring's own eventfd (blocking calls) */ };
 #define RS_UD(p, op) ((uint64_t)(uintptr_t)(p) | (op))
 #define RS_UD_PTR(ud) ((void *)(uintptr_t)((ud) & ~7ull))
 #define RS_UD_OP(ud) ((int)((ud) & 7))
@@ -229,6 +239,25 @@ void rs_drain_watch(void);     /* start the thread (it also runs the watchdog) *
 void rs_drain_stop(void);      /* exit, exec: end the thread once idle */
 void rs_drain_before_fork(void);
 void rs_drain_after_fork(int child);
+
+/* ---- sig.c -------------------------------------------------------------- */
+typedef int (*rs_sigaction_fn)(int, const struct sigaction *, struct sigaction *);
+#define RS_SIG_RESTART 1u /* a handler installed with SA_RESTART ran */
+#define RS_SIG_INTR 2u    /* a handler without SA_RESTART ran */
+/* sigaction through real, the handler wrapped in the library's trampoline;
+ * old reports the application's handler. */
+int rs_sig_action(int sig, const struct sigaction *act, struct sigaction *old, rs_sigaction_fn real);
+/* After signal(), sigset(), siginterrupt()...: wrap what is installed now. */
+void rs_sig_adopt(int sig, rs_sigaction_fn real);
+int rs_sig_is_tramp(const void *h);
+void *rs_sig_user_handler(int sig);
+void rs_sig_clear(void);     /* before a wait */
+unsigned rs_sig_take(void);  /* after it: RS_SIG_* of handlers that ran */
+int rs_sig_untracked_intr(void); /* a handler not wrapped lacks SA_RESTART */
+/* A blocking call's wait was interrupted (hits from rs_sig_take,
+ * enter_eintr: io_uring_enter said EINTR, timed: the socket has a
+ * timeout): must the call fail with EINTR (1) or go on waiting (0)? */
+int rs_sig_interrupted(unsigned hits, int enter_eintr, int timed);
 
 /* ---- tcp.c -------------------------------------------------------------- */
 enum rs_tcp_mode {

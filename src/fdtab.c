@@ -160,6 +160,7 @@ int rs_fd_track(int fd, int domain, int type, int protocol)
 	s->nonblock = 0;
 	s->conn_state = RS_CONN_UNKNOWN;
 	s->rcvbuf = s->sndbuf = 0;
+	s->timeo_known = 0;
 	s->no_engine = 0;
 	s->pt_counted = 0;
 	s->pt_counted_blocking = 0;

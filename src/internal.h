@@ -80,6 +80,8 @@ struct rs_sock {
 	int nonblock;           /* O_NONBLOCK on the open description */
 	int conn_state;         /* RS_CONN_* */
 	int rcvbuf, sndbuf;     /* set by the application, 0 if not */
+	int64_t rcvtimeo_ns, sndtimeo_ns; /* SO_RCVTIMEO, SO_SNDTIMEO (0: none) */
+	uint8_t timeo_known;    /* ...as read from the kernel since last set */
 	uint8_t no_engine;      /* never arm it (pt_reason says why) */
 	uint8_t pt_counted;     /* counted as accelerated or passed through */
 	uint8_t pt_counted_blocking; /* counted once as blocking */

@@ -233,6 +233,10 @@ int rs_ring_reap(struct rs_ring *r)
 			if (op == RS_UD_POLL) {
 				if (c->user_data == r->poll_ud)
 					r->poll_armed = 0; /* fired (one-shot) */
+			} else if (op == RS_UD_WAKE) {
+				uint64_t v;
+				r->wake_armed = 0;
+				rs_syscall(SYS_read, r->evfd, &v, sizeof(v));
 			} else if (p)
 				rs_tcp_complete(r, p, op, c);
 			else if (op == RS_UD_DRAIN)
@@ -246,6 +250,12 @@ int rs_ring_reap(struct rs_ring *r)
 		rs_tcp_drains_ended(r);
 	}
 	return total;
+}
+
+int rs_ring_has_completions(struct rs_ring *r)
+{
+	unsigned flags = IO_URING_READ_ONCE(*r->ring.sq.kflags);
+	return (flags & (IORING_SQ_TASKRUN | IORING_SQ_CQ_OVERFLOW)) || io_uring_cq_ready(&r->ring);
 }
 
 int rs_ring_has_work(struct rs_ring *r)
@@ -380,6 +390,18 @@ int rs_ring_block(struct rs_ring *r, int timeout_ms, const sigset_t *ss)
 	}
 	int e = ring_enter(r, 1, tsp, ss);
 	return e == -EINTR || e == -ETIME ? e : 0;
+}
+
+void rs_ring_wake_arm(struct rs_ring *r)
+{
+	if (r->wake_armed)
+		return;
+	struct io_uring_sqe *sqe = rs_ring_sqe(r);
+	if (!sqe)
+		return;
+	io_uring_prep_poll_add(sqe, r->evfd, POLLIN);
+	io_uring_sqe_set_data64(sqe, RS_UD_WAKE);
+	r->wake_armed = 1;
 }
 
 void rs_ring_evfd_quiet(struct rs_ring *r, int quiet)

@@ -330,13 +330,6 @@ static struct rs_tcp *arm(struct rs_sock *s, int fd)
 		rs_tcp_passthrough(s, RINGSOCK_PT_LISTENER);
 		return NULL;
 	}
-	if (!s->nonblock) {
-		/* Blocking sockets stay on the kernel path (it may change). */
-		count_passthrough(s, RINGSOCK_PT_BLOCKING);
-		s->pt_counted = 0;
-		s->pt_counted_blocking = 1;
-		return NULL;
-	}
 	if (atomic_load(&s->nfds) != 1 || !connected(s, fd))
 		return NULL; /* maybe later */
 	struct rs_ring *r = rs_ring_get();
@@ -580,14 +573,6 @@ static void maybe_passive(struct rs_tcp *t)
 		__atomic_store_n(&t->passive, 1, __ATOMIC_RELEASE);
 }
 
-/* Wait a little for fd to become ready, without any engine lock held: used
- * only while another thread's ring still owns the socket's receive. */
-static void nap_on(int fd, short ev)
-{
-	struct pollfd p = { fd, ev, 0 };
-	rs_syscall(SYS_poll, &p, 1, 10);
-}
-
 /* The socket's engine state, locked and armed if it can be; NULL when the
  * kernel serves it alone (never armed, or detached and drained). */
 static struct rs_tcp *enter_served(struct rs_sock *s, int fd)
@@ -600,23 +585,189 @@ static struct rs_tcp *enter_served(struct rs_sock *s, int fd)
 	return t;
 }
 
+/* ---- blocking calls ------------------------------------------------------- */
+
+static size_t iov_total(const struct iovec *iov, int n);
+
+static int64_t mono_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static int64_t timeo_get(int fd, int name)
+{
+	struct timeval tv = { 0, 0 };
+	socklen_t len = sizeof(tv);
+	if (rs_syscall(SYS_getsockopt, fd, SOL_SOCKET, name, &tv, &len) != 0)
+		return 0;
+	return (int64_t)tv.tv_sec * 1000000000 + (int64_t)tv.tv_usec * 1000;
+}
+
+/* The deadline of a blocking call from the socket's SO_RCVTIMEO (rx) or
+ * SO_SNDTIMEO; 0 when it has none (it waits without limit). */
+static int64_t call_deadline(struct rs_sock *s, int fd, int rx)
+{
+	if (!s->timeo_known) {
+		s->rcvtimeo_ns = timeo_get(fd, SO_RCVTIMEO);
+		s->sndtimeo_ns = timeo_get(fd, SO_SNDTIMEO);
+		s->timeo_known = 1;
+	}
+	int64_t t = rx ? s->rcvtimeo_ns : s->sndtimeo_ns;
+	return t ? mono_ns() + t : 0;
+}
+
+/* After a wait: 0 to look again, or how the call ends (-EAGAIN: its
+ * timeout passed; -EINTR: a signal the kernel would not restart it for). */
+static int wait_result(int e, int64_t deadline)
+{
+	unsigned hits = rs_sig_take();
+	if (rs_sig_interrupted(hits, e == -EINTR, deadline != 0))
+		return -EINTR;
+	if (deadline && mono_ns() >= deadline)
+		return -EAGAIN;
+	return 0;
+}
+
+/* Milliseconds left until deadline (-1: none), or -2 when it has passed. */
+static int ms_left(int64_t deadline)
+{
+	if (!deadline)
+		return -1;
+	int64_t left = deadline - mono_ns();
+	if (left <= 0)
+		return -2;
+	return (int)((left + 999999) / 1000000);
+}
+
+/* A blocking call on a socket this thread's ring serves found nothing to
+ * do: sleep in the ring until its next completion (data, a drain job's
+ * end, another thread writing the ring's eventfd), the deadline or a
+ * signal.  The sleep submits nothing (a signal is then reported as
+ * EINTR) and does not hold the lock.  Called locked, returns unlocked. */
+static int block_in_ring(struct rs_tcp *t, int64_t deadline)
+{
+	struct rs_ring *r = t->owner;
+	rs_ring_wake_arm(r);
+	int busy = rs_ring_progress(r) || rs_ring_has_work(r);
+	rs_tcp_unlock(t);
+	if (busy)
+		return 0; /* something happened: look again */
+	int ms = ms_left(deadline);
+	if (ms == -2)
+		return -EAGAIN;
+	rs_sig_clear();
+	return wait_result(rs_ring_block(r, ms, NULL), deadline);
+}
+
+/* The same for a wait the kernel must report (the socket's data or room
+ * is the kernel's: a bulk reader, a full send buffer, a socket in
+ * hand-over).  No lock held. */
+static int block_on_fd(int fd, short ev, int64_t deadline, int transient)
+{
+	int ms = ms_left(deadline);
+	if (ms == -2)
+		return -EAGAIN;
+	if (transient && (ms < 0 || ms > 10))
+		ms = 10; /* a socket in hand-over: look again soon */
+	struct pollfd p = { fd, ev, 0 };
+	rs_sig_clear();
+	return wait_result((int)rs_syscall(SYS_poll, &p, 1, ms), deadline);
+}
+
+/* A private copy of an iovec array that can be advanced past bytes done. */
+struct iov_cur {
+	struct iovec *v;
+	int n;
+	struct iovec *heap;
+};
+
+static int iov_cur_skip(struct iov_cur *c, const struct iovec *iov, int n, size_t k)
+{
+	if (!c->heap) {
+		c->heap = malloc((size_t)n * sizeof(*iov));
+		if (!c->heap)
+			return -ENOMEM;
+		memcpy(c->heap, iov, (size_t)n * sizeof(*iov));
+		c->v = c->heap;
+		c->n = n;
+	}
+	while (k && c->n) {
+		if (k < c->v->iov_len) {
+			c->v->iov_base = (char *)c->v->iov_base + k;
+			c->v->iov_len -= k;
+			return 0;
+		}
+		k -= c->v->iov_len;
+		c->v++;
+		c->n--;
+	}
+	return 0;
+}
+
+/* A blocking call's result: bytes done before an error or the end count. */
+static ssize_t with_done(size_t done, ssize_t r)
+{
+	if (!done)
+		return r;
+	return r > 0 ? (ssize_t)done + r : (ssize_t)done;
+}
+
 ssize_t rs_tcp_recv_call(struct rs_sock *s, int fd, const struct iovec *iov, int n, int flags)
 {
 	if (flags & (MSG_OOB | MSG_ERRQUEUE))
 		return RS_PASS; /* urgent data and the error queue are the kernel's */
+	int block = !s->nonblock && !(flags & MSG_DONTWAIT);
+	/* MSG_WAITALL on a blocking socket: until the buffer is full, the
+	 * stream ends, an error, the timeout or a signal */
+	int waitall = block && (flags & MSG_WAITALL) && !(flags & (MSG_PEEK | MSG_TRUNC));
+	size_t want = iov_total(iov, n), done = 0;
+	struct iov_cur cur = { (struct iovec *)iov, n, NULL };
+	int64_t deadline = block ? call_deadline(s, fd, 1) : 0;
+	int stop = 0; /* the wait ended the call: one more look, then this */
+	ssize_t r;
 	for (;;) {
 		struct rs_tcp *t = enter_served(s, fd);
-		if (!t)
-			return RS_PASS;
-		ssize_t r = rs_tcp_recv(t, iov, n, flags);
-		int nap = r == -EAGAIN && t->mode == RS_TM_DETACHING && !s->nonblock &&
-			  !(flags & MSG_DONTWAIT);
-		maybe_passive(t);
+		if (!t) {
+			r = RS_PASS;
+			break;
+		}
+		r = rs_tcp_recv(t, cur.v, cur.n, flags);
+		if (r != -EAGAIN || !block || stop) {
+			maybe_passive(t);
+			rs_tcp_unlock(t);
+			if (r == -EAGAIN && stop)
+				r = stop;
+			if (r > 0 && waitall && done + (size_t)r < want) {
+				done += (size_t)r;
+				if (iov_cur_skip(&cur, iov, n, (size_t)r) < 0)
+					break;
+				continue;
+			}
+			break;
+		}
+		if (t->mode == RS_TM_ARMED && !t->rx_direct) {
+			stop = block_in_ring(t, deadline);
+			continue;
+		}
+		/* the kernel has the data from here (a bulk reader, a hand-over) */
+		int transient = t->mode == RS_TM_DETACHING;
+		if (t->mode == RS_TM_ARMED && rs_ring_has_work(t->owner)) {
+			rs_ring_progress(t->owner); /* our sends first: the peer may wait for them */
+			rs_tcp_unlock(t);
+			continue;
+		}
 		rs_tcp_unlock(t);
-		if (!nap)
-			return r;
-		nap_on(fd, POLLIN);
+		stop = block_on_fd(fd, POLLIN, deadline, transient);
 	}
+	if (r == RS_PASS && done) {
+		/* the rest from the kernel (handed over meanwhile) */
+		struct msghdr m = { .msg_iov = cur.v, .msg_iovlen = (size_t)cur.n };
+		r = rs_syscall(SYS_recvmsg, fd, &m, flags);
+	}
+	free(cur.heap);
+	return with_done(done, r);
 }
 
 ssize_t rs_tcp_send_call(struct rs_sock *s, int fd, const struct iovec *iov, int n, int flags)
@@ -625,24 +776,59 @@ ssize_t rs_tcp_send_call(struct rs_sock *s, int fd, const struct iovec *iov, int
 		rs_tcp_before_kernel(s, fd, -1);
 		return RS_PASS;
 	}
+	/* A blocking send returns when all is accepted, or with what was
+	 * when the timeout or a signal ends it. */
+	int block = !s->nonblock && !(flags & MSG_DONTWAIT);
+	size_t total = iov_total(iov, n), done = 0;
+	struct iov_cur cur = { (struct iovec *)iov, n, NULL };
+	int64_t deadline = 0, have_deadline = 0;
+	int stop = 0;
+	ssize_t r;
 	for (;;) {
 		struct rs_tcp *t = enter_served(s, fd);
-		if (!t)
-			return RS_PASS;
-		ssize_t r;
+		if (!t) {
+			r = RS_PASS;
+			break;
+		}
 		if (t->mode == RS_TM_DETACHED && !t->tx_cnt && !t->drain) {
 			/* A blocking send must not hold the socket's lock. */
 			rs_tcp_unlock(t);
-			return RS_PASS;
+			r = RS_PASS;
+			break;
 		}
-		r = rs_tcp_send(t, iov, n, flags);
-		int nap = r == -EAGAIN && t->mode != RS_TM_ARMED && !s->nonblock &&
-			  !(flags & MSG_DONTWAIT);
+		/* after the first bytes, a later failure only ends the call */
+		r = rs_tcp_send(t, cur.v, cur.n, done ? flags | MSG_NOSIGNAL : flags);
+		if (r > 0 && block && done + (size_t)r < total) {
+			rs_tcp_unlock(t);
+			done += (size_t)r;
+			if (iov_cur_skip(&cur, iov, n, (size_t)r) < 0)
+				break;
+			continue;
+		}
+		if (r != -EAGAIN || !block || stop) {
+			rs_tcp_unlock(t);
+			if (r == -EAGAIN && stop)
+				r = stop;
+			break;
+		}
+		if (!have_deadline) {
+			deadline = call_deadline(s, fd, 0);
+			have_deadline = 1;
+		}
+		if (t->mode == RS_TM_ARMED && !RS_LOAD(t->kfull)) {
+			stop = block_in_ring(t, deadline); /* the drain job's end wakes it */
+			continue;
+		}
+		int transient = t->mode != RS_TM_ARMED;
 		rs_tcp_unlock(t);
-		if (!nap)
-			return r;
-		nap_on(fd, POLLOUT);
+		stop = block_on_fd(fd, POLLOUT, deadline, transient);
 	}
+	if (r == RS_PASS && done) {
+		struct msghdr m = { .msg_iov = cur.v, .msg_iovlen = (size_t)cur.n };
+		r = rs_syscall(SYS_sendmsg, fd, &m, flags | MSG_NOSIGNAL);
+	}
+	free(cur.heap);
+	return with_done(done, r);
 }
 
 void rs_tcp_before_kernel(struct rs_sock *s, int fd, int detach_reason)
@@ -970,6 +1156,14 @@ ssize_t rs_tcp_send(struct rs_tcp *t, const struct iovec *iov, int iovcnt, int f
 		struct msghdr m = { .msg_iov = (struct iovec *)iov, .msg_iovlen = (size_t)iovcnt };
 		return rs_syscall(SYS_sendmsg, t->fd, &m, flags | MSG_DONTWAIT);
 	}
+	if (!t->sock->nonblock && t->owner == rs_ring_tls &&
+	    (rs_ring_has_completions(t->owner) || io_uring_sq_ready(&t->owner->ring))) {
+		/* A blocking socket (a thread per connection, mostly) sees what
+		 * has happened to it before the send is accepted, as the kernel
+		 * would: its receive runs and meets a reset or the peer's end.
+		 * Event loops keep batching. */
+		rs_ring_progress(t->owner);
+	}
 	if (t->tx_err) {
 		int e = t->tx_err;
 		t->tx_err = 0;
@@ -993,12 +1187,14 @@ ssize_t rs_tcp_send(struct rs_tcp *t, const struct iovec *iov, int iovcnt, int f
 	}
 	size_t direct = (size_t)rs_rt.cfg.v[RS_K_DIRECT_THRESHOLD];
 	if (!t->tx_cnt && !t->send_inflight &&
-	    ((direct && total >= direct) || RS_LOAD(t->kfull) || !t->sent)) {
+	    ((direct && total >= direct) || RS_LOAD(t->kfull) || !t->sent || t->rx_eof)) {
 		/* A large send with nothing queued: straight into the kernel's
 		 * buffer, one copy.  The same while the kernel's buffer was last
 		 * seen full: a partial count or EAGAIN, as the kernel says.  And
 		 * the socket's first send: it may have been shut down or reset
-		 * before the engine saw it, and the kernel says so at once. */
+		 * before the engine saw it, and the kernel says so at once; and
+		 * so after the peer's end (FIN), when a reset that only the
+		 * kernel has seen fails the send. */
 		t->sent = 1;
 		struct msghdr m = { .msg_iov = (struct iovec *)iov, .msg_iovlen = (size_t)iovcnt };
 		long k = rs_syscall(SYS_sendmsg, t->fd, &m, flags | MSG_DONTWAIT | MSG_NOSIGNAL);
