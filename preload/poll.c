@@ -127,8 +127,10 @@ RS_EXPORT int select(int nfds, fd_set *r, fd_set *w, fd_set *e, struct timeval *
 		}
 		int k = select_engine(nfds, r, w, e, tsp ? 1 : -1, tsp, NULL);
 		if (k != (int)RS_PASS) {
-			if (tmo && k == 0) /* Linux reports the time left */
+#ifdef __GLIBC__
+			if (tmo && k == 0) /* glibc's select reports the time left (musl's does not) */
 				tmo->tv_sec = tmo->tv_usec = 0;
+#endif
 			return (int)rs_ret(k);
 		}
 	}

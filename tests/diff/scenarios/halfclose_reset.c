@@ -1,4 +1,6 @@
-/* shutdown, EOF, RST, EPIPE/SIGPIPE, MSG_NOSIGNAL, ECONNRESET, POLLRDHUP. */
+/* shutdown, EOF, RST, EPIPE/SIGPIPE, MSG_NOSIGNAL, ECONNRESET, POLLRDHUP,
+ * on blocking sockets the engine serves.
+ * ENGINE_MIN_ACCELERATED=4 */
 #include "../scn.h"
 
 static volatile sig_atomic_t pipes;

@@ -1,5 +1,7 @@
 /* MSG_PEEK, MSG_WAITALL with data arriving in pieces, FIONREAD/SIOCINQ,
- * SO_RCVLOWAT, MSG_TRUNC on TCP. */
+ * SO_RCVLOWAT, MSG_TRUNC on TCP.  The engine serves the blocking sockets
+ * (SO_RCVLOWAT above 1 sends one to the kernel path).
+ * ENGINE_MIN_ACCELERATED=3 */
 #include "../scn.h"
 #include <sys/ioctl.h>
 #include <linux/sockios.h>

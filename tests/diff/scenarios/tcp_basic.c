@@ -1,5 +1,7 @@
 /* Blocking TCP: every read/write/send/recv entry point, partial reads,
- * iovecs, addresses, and a 4 MiB transfer with a checksum. */
+ * iovecs, addresses, and a 4 MiB transfer with a checksum.  The engine
+ * serves the blocking sockets.
+ * ENGINE_MIN_ACCELERATED=2 */
 #include "../scn.h"
 
 int main(void)

@@ -1,6 +1,7 @@
 /* SO_RCVTIMEO / SO_SNDTIMEO, and signals during blocking calls with and
  * without SA_RESTART (Linux never restarts socket calls that have a
- * timeout set). */
+ * timeout set).  The engine serves the blocking socket.
+ * ENGINE_MIN_ACCELERATED=1 */
 #include "../scn.h"
 
 static volatile sig_atomic_t hits;
