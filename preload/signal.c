@@ -9,15 +9,104 @@
  */
 #include "preload.h"
 
+#include <string.h>
+
+/* This file is built without the thread sanitizer: its runtime installs
+ * its own handlers through sigaction before it can run instrumented code.
+ * So nothing here calls into the library before it is ready. */
+RS_HIDDEN int rs_fb_sigaction(int sig, const struct sigaction *act, struct sigaction *old);
+RS_HIDDEN sighandler_t rs_fb_signal(int sig, sighandler_t h);
+#ifdef __GLIBC__
+RS_HIDDEN sighandler_t rs_fb_sysv_signal(int sig, sighandler_t h);
+#endif
+RS_HIDDEN sighandler_t rs_fb_sigset(int sig, sighandler_t h);
+RS_HIDDEN int rs_fb_siginterrupt(int sig, int flag);
+
+/* The signal calls, used only before libc's are resolved (another
+ * library's constructor): the kernel's rt_sigaction, with the return
+ * trampoline x86-64 requires. */
+#if defined(__x86_64__)
+__attribute__((naked)) static void rs_fb_restore_rt(void)
+{
+	__asm__ volatile("mov $15, %rax\n\tsyscall");
+}
+#endif
+
+int rs_fb_sigaction(int sig, const struct sigaction *act, struct sigaction *old)
+{
+	struct { void *h; unsigned long flags; void *restorer; sigset_t mask; } k, ko;
+	if (act) {
+		memset(&k, 0, sizeof(k));
+		k.h = (void *)act->sa_handler;
+		k.flags = (unsigned long)act->sa_flags;
+		k.mask = act->sa_mask;
+#if defined(__x86_64__)
+		k.flags |= 0x04000000; /* SA_RESTORER */
+		k.restorer = (void *)rs_fb_restore_rt;
+#endif
+	}
+	long r = rs_syscall(SYS_rt_sigaction, sig, act ? &k : NULL, old ? &ko : NULL, 8);
+	if (r == 0 && old) {
+		memset(old, 0, sizeof(*old));
+		old->sa_handler = (sighandler_t)ko.h;
+		old->sa_flags = (int)(ko.flags & ~0x04000000ul);
+		memcpy(&old->sa_mask, &ko.mask, 8);
+	}
+	if (r < 0) {
+		errno = (int)-r;
+		return -1;
+	}
+	return 0;
+}
+
+static sighandler_t rs_fb_sig_flags(int sig, sighandler_t h, int flags)
+{
+	struct sigaction a, o;
+	memset(&a, 0, sizeof(a));
+	a.sa_handler = h;
+	a.sa_flags = flags;
+	return rs_fb_sigaction(sig, &a, &o) < 0 ? SIG_ERR : o.sa_handler;
+}
+
+sighandler_t rs_fb_signal(int sig, sighandler_t h)
+{
+	return rs_fb_sig_flags(sig, h, SA_RESTART);
+}
+
+#ifdef __GLIBC__
+sighandler_t rs_fb_sysv_signal(int sig, sighandler_t h)
+{
+	return rs_fb_sig_flags(sig, h, SA_RESETHAND | SA_NODEFER);
+}
+#endif
+
+sighandler_t rs_fb_sigset(int sig, sighandler_t h)
+{
+	return rs_fb_sig_flags(sig, h, 0);
+}
+
+int rs_fb_siginterrupt(int sig, int flag)
+{
+	struct sigaction a;
+	if (rs_fb_sigaction(sig, NULL, &a) < 0)
+		return -1;
+	if (flag)
+		a.sa_flags &= ~SA_RESTART;
+	else
+		a.sa_flags |= SA_RESTART;
+	return rs_fb_sigaction(sig, &a, NULL);
+}
+
+
 static int real_sigaction(int sig, const struct sigaction *act, struct sigaction *old)
 {
 	return REAL(sigaction)(sig, act, old);
 }
 
+/* Handlers installed before the library is ready (by another library's
+ * constructor) are not wrapped; a wait treats them as unknown (sig.c). */
 static int wrapping(void)
 {
-	if (rs_unlikely(!rs_ready()))
-		rs_preload_init();
 	return rs_ready() && rs_engine_on;
 }
 

@@ -57,7 +57,7 @@ int rs_fdguard_adopt(int fd, int *owner)
 	for (int i = 0; i < RS_MAX_ENGINE_FDS; i++) {
 		int expect = 0;
 		if (atomic_compare_exchange_strong(&engine_fds[i], &expect, nfd + 1)) {
-			owners[i] = owner;
+			__atomic_store_n(&owners[i], owner, __ATOMIC_RELEASE);
 			__atomic_store_n(owner, nfd, __ATOMIC_RELEASE);
 			update_lowest();
 			return nfd;
@@ -81,11 +81,13 @@ int rs_fdguard_is_engine_slow(int fd)
 void rs_fdguard_release(int fd)
 {
 	for (int i = 0; i < RS_MAX_ENGINE_FDS; i++) {
-		int expect = fd + 1;
-		if (atomic_compare_exchange_strong(&engine_fds[i], &expect, 0)) {
-			owners[i] = NULL;
-			break;
-		}
+		if (atomic_load(&engine_fds[i]) != fd + 1)
+			continue;
+		/* forget the owner before the slot is free: another thread may
+		 * take the slot at once and record its own */
+		__atomic_store_n(&owners[i], NULL, __ATOMIC_RELEASE);
+		atomic_store(&engine_fds[i], 0);
+		break;
 	}
 	update_lowest();
 	rs_sys_close(fd);
@@ -102,8 +104,9 @@ int rs_fdguard_evict(int fd)
 		/* The engine keeps using the slot's new number; the old one is
 		 * about to become the application's. */
 		atomic_store(&engine_fds[i], nfd + 1);
-		if (owners[i])
-			__atomic_store_n(owners[i], nfd, __ATOMIC_RELEASE);
+		int *o = __atomic_load_n(&owners[i], __ATOMIC_ACQUIRE);
+		if (o)
+			__atomic_store_n(o, nfd, __ATOMIC_RELEASE);
 		update_lowest();
 		rs_sys_close(fd);
 		return 0;

@@ -189,6 +189,10 @@ int rs_sig_untracked_intr(void)
 	for (int sig = 1; sig < RS_NSIG; sig++) {
 		if (sig == SIGKILL || sig == SIGSTOP || (sig >= 32 && sig <= 34))
 			continue; /* 32-34: the C library's own (thread cancel, setxid) */
+		if (sig == SIGSEGV || sig == SIGBUS || sig == SIGFPE || sig == SIGILL || sig == SIGTRAP ||
+		    sig == SIGSYS || sig == SIGABRT)
+			continue; /* faults: raised by the thread itself, never while it sleeps
+				   * (runtimes and sanitizers install these early) */
 		struct ksigaction ka;
 		if (rs_syscall(SYS_rt_sigaction, sig, NULL, &ka, 8) != 0)
 			continue;
