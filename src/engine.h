@@ -158,6 +158,8 @@ struct rs_ring {
 	uint64_t poll_seq;
 	uint8_t poll_armed;
 	uint8_t wake_armed;     /* a poll of evfd is in the ring (blocking calls) */
+	uint8_t reg_ring;       /* ring fd registered (enter_ring_fd is an index) */
+	unsigned sq_sends;      /* send SQEs not yet submitted (one CQE each) */
 	int drain_ended;        /* a drain job ended: look at the list */
 	unsigned nr_tx_sqes;    /* sends prepared since the last submit */
 	uint64_t prepare_seq;   /* rounds of engine work (watchdog) */
@@ -195,10 +197,17 @@ void rs_ring_poll_arm(struct rs_ring *r, int fd, const void *key);
 /* Must the kernel be asked about key's fd?  Not while its poll is armed
  * and has not fired (lock held). */
 int rs_ring_poll_needed(struct rs_ring *r, const void *key);
-/* Block in io_uring_enter (lock NOT held; owner only; nothing left to
- * submit, or a signal would go unreported) until a completion, the
- * timeout or a signal: 0, -ETIME or -EINTR. */
-int rs_ring_block(struct rs_ring *r, int timeout_ms, const sigset_t *ss);
+/* Sleep in the ring until something completes beyond what this call
+ * submits itself, the timeout or a signal: 0, -ETIME or -EINTR (owner
+ * only; called locked, returns unlocked).  What is queued (sends, rearms,
+ * detaches) is submitted by the same io_uring_enter that waits, and the
+ * lock is not held while it waits.  A signal handler that runs in a call
+ * that submitted something is not reported as EINTR by the kernel: the
+ * caller asks sig.c (rs_sig_take). */
+int rs_ring_sleep(struct rs_ring *r, int timeout_ms, const sigset_t *ss);
+/* Bring completions up to date without submitting when that needs no
+ * system call (lock held). */
+void rs_ring_catch_up(struct rs_ring *r);
 /* A blocking call is about to sleep in the ring: the ring's eventfd (which
  * other threads write when they need the owner) is polled by the ring, so
  * the sleep ends when they do (lock held). */

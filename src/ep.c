@@ -631,10 +631,18 @@ int rs_ep_wait(int epfd, struct epoll_event *evs, int max, int timeout_ms, const
 		int fetch = 1; /* ask the kernel's set */
 		if (r) {
 			rs_ring_lock(r);
-			if (ring_mode && block)
-				rs_ring_poll_arm(r, epfd, ep); /* submitted with the sends */
-			rs_ring_progress(r);
+			int sleepy = ring_mode && block;
+			if (sleepy) {
+				/* completions only: what the program queued goes out
+				 * with the sleep below, or before returning */
+				rs_ring_poll_arm(r, epfd, ep);
+				rs_ring_catch_up(r);
+			} else {
+				rs_ring_progress(r);
+			}
 			n = collect(ep, r, evs, max, foreign, &nforeign, ffd, &transient);
+			if (sleepy && (n || nforeign))
+				rs_ring_progress(r);
 			if (ring_mode) {
 				/* A poll armed and not fired: the set has had nothing
 				 * since it was armed (a one-shot poll completes at once
@@ -644,7 +652,7 @@ int rs_ep_wait(int epfd, struct epoll_event *evs, int max, int timeout_ms, const
 			if (!n && block && !nforeign) {
 				ensure_ring_in(ep, r);
 				if (ring_mode) {
-					if (rs_ring_has_work(r)) {
+					if (rs_ring_has_completions(r)) {
 						rs_ring_unlock(r);
 						continue;
 					}
@@ -684,19 +692,20 @@ int rs_ep_wait(int epfd, struct epoll_event *evs, int max, int timeout_ms, const
 		if (r && !ring_mode)
 			rs_ring_evfd_quiet(r, 1);
 		if (ring_mode && !k && !n && block) {
-			/* Nothing anywhere: sleep in the ring, the set polled by it.
-			 * The wait submits nothing: io_uring_enter reports a signal
-			 * (EINTR) only when it submitted nothing.  Not holding the
-			 * lock: another thread may take it and reap meanwhile; it
-			 * wakes us through the set (it writes our eventfd, which is
-			 * in it). */
+			/* Nothing anywhere: sleep in the ring, the set polled by it,
+			 * submitting what is queued in the same system call.  Not
+			 * holding the lock: another thread may take it and reap
+			 * meanwhile; it wakes us through the set (it writes our
+			 * eventfd, which is in it).  A handler that ran during a
+			 * call that submitted is reported by sig.c, not the kernel. */
 			rs_ring_lock(r);
-			int busy = rs_ring_has_work(r) || rs_ring_poll_needed(r, ep);
-			rs_ring_unlock(r);
-			if (busy)
+			if (rs_ring_has_completions(r) || rs_ring_poll_needed(r, ep)) {
+				rs_ring_unlock(r);
 				continue;
-			int e = rs_ring_block(r, t_ms, ss);
-			if (e == -EINTR)
+			}
+			rs_sig_clear();
+			int e = rs_ring_sleep(r, t_ms, ss);
+			if (e == -EINTR || rs_sig_take())
 				return -EINTR;
 			if (e == -ETIME && (!wake || (deadline >= 0 && now_ns() >= deadline)))
 				return 0;

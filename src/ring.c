@@ -97,7 +97,7 @@ static int ring_create(struct rs_ring *r)
 	if (r->ring.cq.ring_ptr != r->ring.sq.ring_ptr)
 		madvise(r->ring.cq.ring_ptr, r->ring.cq.ring_sz, MADV_DONTFORK);
 	madvise(r->ring.sq.sqes, r->ring.sq.ring_entries * sizeof(struct io_uring_sqe), MADV_DONTFORK);
-	io_uring_register_ring_fd(&r->ring);
+	r->reg_ring = io_uring_register_ring_fd(&r->ring) == 1;
 	e = rs_fdguard_adopt(r->ring.ring_fd, &r->ring.ring_fd);
 	if (e < 0)
 		goto fail_ring;
@@ -199,6 +199,7 @@ static int ring_enter(struct rs_ring *r, unsigned wait_nr, struct __kernel_times
 	struct io_uring_cqe *cqe;
 	int e;
 	rs_stat_add(RS_C_URING_ENTERS, 1);
+	r->sq_sends = 0; /* whatever is in the SQ goes now */
 	if (wait_nr == 0)
 		e = io_uring_submit_and_get_events(&r->ring);
 	else
@@ -380,16 +381,51 @@ int rs_ring_poll_needed(struct rs_ring *r, const void *key)
 	return r->poll_key != key || !r->poll_armed;
 }
 
-int rs_ring_block(struct rs_ring *r, int timeout_ms, const sigset_t *ss)
+void rs_ring_catch_up(struct rs_ring *r)
 {
-	struct __kernel_timespec ts, *tsp = NULL;
+	unsigned flags = IO_URING_READ_ONCE(*r->ring.sq.kflags);
+	if (flags & (IORING_SQ_TASKRUN | IORING_SQ_CQ_OVERFLOW))
+		rs_ring_progress(r); /* completions wait for an enter anyway */
+	else
+		rs_ring_reap(r);
+}
+
+int rs_ring_sleep(struct rs_ring *r, int timeout_ms, const sigset_t *ss)
+{
+	ring_prepare(r);
+	/* Make the SQEs visible to the kernel here, under the lock: other
+	 * threads holding it may prepare SQEs while we wait, and the wait
+	 * itself touches no user-space ring state. */
+	struct io_uring_sq *sq = &r->ring.sq;
+	unsigned tail = sq->sqe_tail;
+	if (sq->sqe_head != tail) {
+		sq->sqe_head = tail;
+		io_uring_smp_store_release(sq->ktail, tail);
+	}
+	unsigned to_submit = tail - io_uring_smp_load_acquire(sq->khead);
+	/* Each send submitted completes at once (MSG_DONTWAIT) with one CQE:
+	 * wait for one more than those. */
+	unsigned want = io_uring_cq_ready(&r->ring) + r->sq_sends + 1;
+	r->sq_sends = 0;
+	int fd = r->reg_ring ? r->ring.enter_ring_fd : r->ring.ring_fd;
+	unsigned flags = IORING_ENTER_GETEVENTS | IORING_ENTER_EXT_ARG |
+			 (r->reg_ring ? IORING_ENTER_REGISTERED_RING : 0);
+	struct __kernel_timespec ts;
+	struct io_uring_getevents_arg arg;
+	memset(&arg, 0, sizeof(arg));
+	if (ss) {
+		arg.sigmask = (uint64_t)(uintptr_t)ss;
+		arg.sigmask_sz = 8;
+	}
 	if (timeout_ms >= 0) {
 		ts.tv_sec = timeout_ms / 1000;
 		ts.tv_nsec = (long long)(timeout_ms % 1000) * 1000000;
-		tsp = &ts;
+		arg.ts = (uint64_t)(uintptr_t)&ts;
 	}
-	int e = ring_enter(r, 1, tsp, ss);
-	return e == -EINTR || e == -ETIME ? e : 0;
+	rs_ring_unlock(r);
+	rs_stat_add(RS_C_URING_ENTERS, 1);
+	long e = rs_syscall(SYS_io_uring_enter, fd, to_submit, want, flags, &arg, sizeof(arg));
+	return e == -EINTR || e == -ETIME ? (int)e : 0;
 }
 
 void rs_ring_wake_arm(struct rs_ring *r)

@@ -644,21 +644,25 @@ static int ms_left(int64_t deadline)
 /* A blocking call on a socket this thread's ring serves found nothing to
  * do: sleep in the ring until its next completion (data, a drain job's
  * end, another thread writing the ring's eventfd), the deadline or a
- * signal.  The sleep submits nothing (a signal is then reported as
- * EINTR) and does not hold the lock.  Called locked, returns unlocked. */
+ * signal.  The sleep submits what is queued (a request-response client
+ * pays one system call per round) and does not hold the lock; which
+ * signal handlers ran comes from sig.c.  Called locked, returns unlocked. */
 static int block_in_ring(struct rs_tcp *t, int64_t deadline)
 {
 	struct rs_ring *r = t->owner;
 	rs_ring_wake_arm(r);
-	int busy = rs_ring_progress(r) || rs_ring_has_work(r);
-	rs_tcp_unlock(t);
-	if (busy)
+	if (rs_ring_has_completions(r)) {
+		rs_ring_catch_up(r);
+		rs_tcp_unlock(t);
 		return 0; /* something happened: look again */
+	}
 	int ms = ms_left(deadline);
-	if (ms == -2)
+	if (ms == -2) {
+		rs_tcp_unlock(t);
 		return -EAGAIN;
+	}
 	rs_sig_clear();
-	return wait_result(rs_ring_block(r, ms, NULL), deadline);
+	return wait_result(rs_ring_sleep(r, ms, NULL), deadline);
 }
 
 /* The same for a wait the kernel must report (the socket's data or room
@@ -1287,6 +1291,7 @@ void rs_tcp_submit_tx(struct rs_ring *r, struct rs_tcp *t)
 	t->inflight_segs = k;
 	t->inflight_bytes = bytes;
 	io_uring_sqe_set_data64(sqe, RS_UD(t, RS_UD_SEND));
+	r->sq_sends++;
 	t->send_inflight = 1;
 	t->ops_inflight++;
 	rs_stat_add(RS_C_SENDS_SUBMITTED, 1);
