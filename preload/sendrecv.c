@@ -37,12 +37,22 @@ RS_EXPORT ssize_t send(int fd, const void *buf, size_t n, int flags)
 	return r;
 }
 
+/* An address given to a send on a connected TCP socket is ignored by the
+ * kernel (once it has checked its length), unless it is a fast-open
+ * connect: such sends are served like any other (the engine arms only
+ * connected sockets). */
+static int stream_addr_ignored(struct rs_sock *s, socklen_t len, int flags)
+{
+	return s->type == SOCK_STREAM && len <= (socklen_t)sizeof(struct sockaddr_storage) &&
+	       !(flags & MSG_FASTOPEN);
+}
+
 RS_EXPORT ssize_t sendto(int fd, const void *buf, size_t n, int flags, RS_CSA addr, socklen_t len)
 {
 	struct rs_sock *s = rs_enter_fd(fd, RINGSOCK_FAM_SENDRECV);
 	if (rs_engine_sock(s)) {
 		ssize_t r = RS_PASS;
-		if (RS_SA_PTR(addr) == NULL) {
+		if (RS_SA_PTR(addr) == NULL || stream_addr_ignored(s, len, flags)) {
 			struct iovec v = { (void *)buf, n };
 			r = rs_tcp_send_call(s, fd, &v, 1, flags);
 		} else {
@@ -62,7 +72,8 @@ RS_EXPORT ssize_t sendmsg(int fd, const struct msghdr *msg, int flags)
 	passing_fds(msg);
 	if (rs_engine_sock(s) && msg) {
 		ssize_t r = RS_PASS;
-		if (!msg->msg_name && !msg->msg_controllen && msg->msg_iovlen <= IOV_MAX)
+		if ((!msg->msg_name || stream_addr_ignored(s, msg->msg_namelen, flags)) && !msg->msg_controllen &&
+		    msg->msg_iovlen <= IOV_MAX)
 			r = rs_tcp_send_call(s, fd, msg->msg_iov, (int)msg->msg_iovlen, flags);
 		else
 			rs_tcp_before_kernel(s, fd, -1);

@@ -206,8 +206,12 @@ int rs_ring_poll_needed(struct rs_ring *r, const void *key);
  * caller asks sig.c (rs_sig_take). */
 int rs_ring_sleep(struct rs_ring *r, int timeout_ms, const sigset_t *ss);
 /* Bring completions up to date without submitting when that needs no
- * system call (lock held). */
-void rs_ring_catch_up(struct rs_ring *r);
+ * system call (lock held); 1 if it entered the kernel (and so submitted
+ * everything queued). */
+int rs_ring_catch_up(struct rs_ring *r);
+/* Submit what is queued, entering the kernel only if there is something
+ * (not to run pending completions), then reap (lock held). */
+void rs_ring_submit(struct rs_ring *r);
 /* A blocking call is about to sleep in the ring: the ring's eventfd (which
  * other threads write when they need the owner) is polled by the ring, so
  * the sleep ends when they do (lock held). */

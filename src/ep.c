@@ -631,18 +631,18 @@ int rs_ep_wait(int epfd, struct epoll_event *evs, int max, int timeout_ms, const
 		int fetch = 1; /* ask the kernel's set */
 		if (r) {
 			rs_ring_lock(r);
-			int sleepy = ring_mode && block;
+			int sleepy = ring_mode && block, entered = 0;
 			if (sleepy) {
 				/* completions only: what the program queued goes out
 				 * with the sleep below, or before returning */
 				rs_ring_poll_arm(r, epfd, ep);
-				rs_ring_catch_up(r);
+				entered = rs_ring_catch_up(r);
 			} else {
 				rs_ring_progress(r);
 			}
 			n = collect(ep, r, evs, max, foreign, &nforeign, ffd, &transient);
-			if (sleepy && (n || nforeign))
-				rs_ring_progress(r);
+			if (sleepy && !entered && (n || nforeign))
+				rs_ring_submit(r);
 			if (ring_mode) {
 				/* A poll armed and not fired: the set has had nothing
 				 * since it was armed (a one-shot poll completes at once

@@ -381,13 +381,23 @@ int rs_ring_poll_needed(struct rs_ring *r, const void *key)
 	return r->poll_key != key || !r->poll_armed;
 }
 
-void rs_ring_catch_up(struct rs_ring *r)
+int rs_ring_catch_up(struct rs_ring *r)
 {
 	unsigned flags = IO_URING_READ_ONCE(*r->ring.sq.kflags);
-	if (flags & (IORING_SQ_TASKRUN | IORING_SQ_CQ_OVERFLOW))
+	if (flags & (IORING_SQ_TASKRUN | IORING_SQ_CQ_OVERFLOW)) {
 		rs_ring_progress(r); /* completions wait for an enter anyway */
-	else
-		rs_ring_reap(r);
+		return 1;
+	}
+	rs_ring_reap(r);
+	return 0;
+}
+
+void rs_ring_submit(struct rs_ring *r)
+{
+	ring_prepare(r);
+	if (io_uring_sq_ready(&r->ring))
+		ring_enter(r, 0, NULL, NULL);
+	rs_ring_reap(r);
 }
 
 int rs_ring_sleep(struct rs_ring *r, int timeout_ms, const sigset_t *ss)

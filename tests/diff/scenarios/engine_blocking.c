@@ -257,6 +257,20 @@ int main(void)
 		if (r < 0)
 			show("  then", buf, recv(s, buf, sizeof(buf), 0));
 	}
+	/* An address on a connected TCP socket's send is ignored (sockperf
+	 * sends this way), unless its length is invalid. */
+	{
+		struct sockaddr_storage peer;
+		socklen_t pl = sizeof(peer);
+		getpeername(c, (struct sockaddr *)&peer, &pl);
+		R("sendto with an address, connected TCP", sendto(c, "ad", 2, 0, (struct sockaddr *)&peer, pl));
+		R("sendto, address length too long", sendto(c, "xx", 2, 0, (struct sockaddr *)&peer, 4096));
+		struct iovec v = { "dr", 2 };
+		struct msghdr m = { .msg_name = &peer, .msg_namelen = pl, .msg_iov = &v, .msg_iovlen = 1 };
+		R("sendmsg with an address, connected TCP", sendmsg(c, &m, 0));
+		long r = R("recv MSG_WAITALL 4", recv(s, buf, 4, MSG_WAITALL));
+		show("  got", buf, r);
+	}
 	close(c);
 	close(s);
 	return 0;
