@@ -330,6 +330,13 @@ static struct rs_tcp *arm(struct rs_sock *s, int fd)
 		rs_tcp_passthrough(s, RINGSOCK_PT_LISTENER);
 		return NULL;
 	}
+	if (!s->nonblock && rs_rt.cfg.v[RS_K_BLOCKING] == 1) {
+		/* RINGSOCK_BLOCKING=kernel; it may become nonblocking later */
+		count_passthrough(s, RINGSOCK_PT_BLOCKING);
+		s->pt_counted = 0;
+		s->pt_counted_blocking = 1;
+		return NULL;
+	}
 	if (atomic_load(&s->nfds) != 1 || !connected(s, fd))
 		return NULL; /* maybe later */
 	struct rs_ring *r = rs_ring_get();

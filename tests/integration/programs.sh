@@ -96,6 +96,19 @@ check "socat: checksums match" test "$a" = "$b"
 check "socat: receiver counted every byte" test "$(stat_sum "$TMP/socat-rx.stats" received)" = $((32 << 20))
 check "socat: sender counted every byte" test "$(stat_sum "$TMP/socat-tx.stats" sent)" = $((32 << 20))
 check "socat: the engine served both ends" test "$(( $(stat_sum "$TMP/socat-rx.stats" accelerated) + $(stat_sum "$TMP/socat-tx.stats" accelerated) ))" -ge 2
+# RINGSOCK_BLOCKING=kernel: the same transfer with blocking sockets left
+# on the kernel path, and the counters say why.
+port=$(free_port)
+rm -f "$TMP/out.bin"
+"$RS" --set BLOCKING=kernel --stats="$TMP/socat-rxk.stats" socat -u "TCP-LISTEN:$port,reuseaddr,bind=127.0.0.1" "OPEN:$TMP/out.bin,creat,trunc" 2>"$TMP/socat-rx.err" &
+rpid=$!
+wait_port tcp "$port" || bad "socat receiver did not start"
+timeout 60 "$RS" --set BLOCKING=kernel --stats="$TMP/socat-txk.stats" socat -u "OPEN:$TMP/in.bin" "TCP:127.0.0.1:$port" 2>"$TMP/socat-tx.err"
+check "socat, BLOCKING=kernel: sender exit 0" test $? = 0
+wait $rpid
+check "socat, BLOCKING=kernel: checksums match" test "$a" = "$(sha256sum <"$TMP/out.bin")"
+check "socat, BLOCKING=kernel: no socket on the engine" test "$(( $(stat_sum "$TMP/socat-rxk.stats" accelerated) + $(stat_sum "$TMP/socat-txk.stats" accelerated) ))" = 0
+check "socat, BLOCKING=kernel: blocking sockets counted as passed through" test "$(( $(stat_sum "$TMP/socat-rxk.stats" blocking) + $(stat_sum "$TMP/socat-txk.stats" blocking) ))" -ge 2
 # UDP through socat: datagrams arrive intact.
 port=$(free_port)
 "$RS" socat -u "UDP-RECV:$port,bind=127.0.0.1" "OPEN:$TMP/udp.out,creat,trunc" &
