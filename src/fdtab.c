@@ -22,6 +22,7 @@ _Atomic(atomic_uint *) rs_slot_dir[SLOT_DIR];
 _Atomic(struct rs_sock *) rs_rec_dir[REC_DIR];
 #define slot_dir rs_slot_dir
 #define rec_dir rs_rec_dir
+unsigned rs_fork_gen;
 static atomic_uint rec_next;        /* records ever carved */
 static _Atomic uint64_t free_head;  /* tag << 32 | (index + 1) */
 static atomic_size_t live;
@@ -161,6 +162,7 @@ int rs_fd_track(int fd, int domain, int type, int protocol)
 	s->conn_state = RS_CONN_UNKNOWN;
 	s->rcvbuf = s->sndbuf = 0;
 	s->timeo_known = 0;
+	s->born_gen = __atomic_load_n(&rs_fork_gen, __ATOMIC_RELAXED);
 	s->no_engine = 0;
 	s->pt_counted = 0;
 	s->pt_counted_blocking = 0;

@@ -82,6 +82,7 @@ struct rs_sock {
 	int rcvbuf, sndbuf;     /* set by the application, 0 if not */
 	int64_t rcvtimeo_ns, sndtimeo_ns; /* SO_RCVTIMEO, SO_SNDTIMEO (0: none) */
 	uint8_t timeo_known;    /* ...as read from the kernel since last set */
+	unsigned born_gen;      /* rs_fork_gen when it was created */
 	uint8_t no_engine;      /* never arm it (pt_reason says why) */
 	uint8_t pt_counted;     /* counted as accelerated or passed through */
 	uint8_t pt_counted_blocking; /* counted once as blocking */
@@ -91,6 +92,9 @@ struct rs_sock {
 enum { RS_CONN_UNKNOWN, RS_CONN_UP, RS_CONN_LISTEN, RS_CONN_CONNECTING };
 struct rs_tcp;
 struct rs_epreg;
+/* Bumped at every fork (both processes see the new value): a socket born
+ * in an earlier generation may be open in another process too. */
+extern unsigned rs_fork_gen;
 /* Record for fd without taking a reference (NULL when not a tracked
  * socket).  Lock-free: two loads; inline below. */
 static inline struct rs_sock *rs_fd_peek(int fd);

@@ -31,6 +31,7 @@ static struct rs_ring *all_rings;
 
 static void atfork_prepare(void)
 {
+	__atomic_add_fetch(&rs_fork_gen, 1, __ATOMIC_RELAXED);
 	rs_engine_before_fork();
 	rs_engine_fork_prepare_detached();
 	rs_drain_before_fork();

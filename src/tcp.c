@@ -360,6 +360,9 @@ static struct rs_tcp *arm(struct rs_sock *s, int fd)
 		lim = 2 * (size_t)r->buf.size;
 	t->rx_limit = lim;
 	t->tx_limit = s->sndbuf ? (size_t)s->sndbuf * 2 : 262144;
+	/* Open before a fork: the other process may read it, so no receive
+	 * may take its data in advance; reads go to the kernel. */
+	t->rx_direct = s->born_gen != __atomic_load_n(&rs_fork_gen, __ATOMIC_RELAXED);
 	rs_ring_lock(r);
 	/* Owned before it is published: a racing thread that finds it locks
 	 * this ring and waits for us. */
@@ -672,19 +675,28 @@ static int block_in_ring(struct rs_tcp *t, int64_t deadline)
 	return wait_result(rs_ring_sleep(r, ms, NULL), deadline);
 }
 
-/* The same for a wait the kernel must report (the socket's data or room
- * is the kernel's: a bulk reader, a full send buffer, a socket in
- * hand-over).  No lock held. */
-static int block_on_fd(int fd, short ev, int64_t deadline, int transient)
+/* A socket in hand-over to another thread (or with sends of ours still
+ * to finish): wait a little for fd, then look again.  No lock held. */
+static int block_on_fd(int fd, short ev, int64_t deadline)
 {
 	int ms = ms_left(deadline);
 	if (ms == -2)
 		return -EAGAIN;
-	if (transient && (ms < 0 || ms > 10))
-		ms = 10; /* a socket in hand-over: look again soon */
+	if (ms < 0 || ms > 10)
+		ms = 10;
 	struct pollfd p = { fd, ev, 0 };
 	rs_sig_clear();
 	return wait_result((int)rs_syscall(SYS_poll, &p, 1, ms), deadline);
+}
+
+/* A blocking kernel call on a thread that owns a ring returned a short
+ * count with no signal handler run and time left: the kernel cut it for
+ * the ring's own task work, which the program must not see.  The caller
+ * goes on waiting for the rest, as the call would have without the ring
+ * (the stream's end or an error stops the next round). */
+static int short_by_ring(int64_t deadline)
+{
+	return !rs_sig_take() && (!deadline || mono_ns() < deadline);
 }
 
 /* A private copy of an iovec array that can be advanced past bytes done. */
@@ -762,15 +774,30 @@ ssize_t rs_tcp_recv_call(struct rs_sock *s, int fd, const struct iovec *iov, int
 			stop = block_in_ring(t, deadline);
 			continue;
 		}
-		/* the kernel has the data from here (a bulk reader, a hand-over) */
-		int transient = t->mode == RS_TM_DETACHING;
-		if (t->mode == RS_TM_ARMED && rs_ring_has_work(t->owner)) {
-			rs_ring_progress(t->owner); /* our sends first: the peer may wait for them */
+		if (t->mode == RS_TM_ARMED) {
+			/* The kernel has the data (a bulk reader, a socket open in
+			 * another process too): it waits, with its own timeout and
+			 * signal rules, after our queued sends have gone. */
+			if (rs_ring_has_work(t->owner)) {
+				rs_ring_progress(t->owner);
+				rs_tcp_unlock(t);
+				continue;
+			}
 			rs_tcp_unlock(t);
-			continue;
+			struct msghdr m = { .msg_iov = cur.v, .msg_iovlen = (size_t)cur.n };
+			rs_sig_clear();
+			r = rs_syscall(SYS_recvmsg, fd, &m, flags);
+			if (r > 0 && waitall && done + (size_t)r < want && short_by_ring(deadline)) {
+				done += (size_t)r;
+				if (iov_cur_skip(&cur, iov, n, (size_t)r) < 0)
+					break;
+				continue;
+			}
+			break;
 		}
+		/* in hand-over to another thread: look again soon */
 		rs_tcp_unlock(t);
-		stop = block_on_fd(fd, POLLIN, deadline, transient);
+		stop = block_on_fd(fd, POLLIN, deadline);
 	}
 	if (r == RS_PASS && done) {
 		/* the rest from the kernel (handed over meanwhile) */
@@ -830,9 +857,23 @@ ssize_t rs_tcp_send_call(struct rs_sock *s, int fd, const struct iovec *iov, int
 			stop = block_in_ring(t, deadline); /* the drain job's end wakes it */
 			continue;
 		}
-		int transient = t->mode != RS_TM_ARMED;
+		if (t->mode == RS_TM_ARMED && !t->tx_cnt && !t->send_inflight && !t->drain) {
+			/* the kernel's buffer is full and nothing of ours is queued:
+			 * it waits for room, with its own timeout and signal rules */
+			rs_tcp_unlock(t);
+			struct msghdr m = { .msg_iov = cur.v, .msg_iovlen = (size_t)cur.n };
+			rs_sig_clear();
+			r = rs_syscall(SYS_sendmsg, fd, &m, done ? flags | MSG_NOSIGNAL : flags);
+			if (r > 0 && done + (size_t)r < total && short_by_ring(deadline)) {
+				done += (size_t)r;
+				if (iov_cur_skip(&cur, iov, n, (size_t)r) < 0)
+					break;
+				continue;
+			}
+			break;
+		}
 		rs_tcp_unlock(t);
-		stop = block_on_fd(fd, POLLOUT, deadline, transient);
+		stop = block_on_fd(fd, POLLOUT, deadline);
 	}
 	if (r == RS_PASS && done) {
 		struct msghdr m = { .msg_iov = cur.v, .msg_iovlen = (size_t)cur.n };
@@ -1681,9 +1722,17 @@ void rs_tcp_ring_gone(struct rs_ring *r, struct rs_tcp *t)
 }
 
 /* Before fork (all ring locks held): received data the engine holds moves
- * to shared memory, so the parent and the child read each byte once. */
+ * to shared memory, so the parent and the child read each byte once, and
+ * the parent's receive stops taking data ahead of the reader. */
 void rs_tcp_fork_prepare(struct rs_tcp *t)
 {
+	if (t->owner && t->mode == RS_TM_ARMED && !t->rx_direct) {
+		/* From now on the child may read it too: no receive may take its
+		 * data in advance (reads go to the kernel, which reports input). */
+		t->rx_direct = 1;
+		cancel_recv(t->owner, t);
+		rs_ep_sock_rx_direct(t);
+	}
 	if (t->owner == rs_ring_tls && t->owner && (t->tx_cnt || t->send_inflight))
 		rs_ring_wait(t->owner, tx_idle_cond, t, 10000);
 	else if (t->owner && !t->send_inflight)
