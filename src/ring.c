@@ -142,10 +142,10 @@ struct rs_ring *rs_ring_get(void)
 	/* Reuse the record of a thread that has exited (rings are type-stable:
 	 * other threads may still look at a dead one). */
 	rs_mutex_lock(&all_lock);
-	for (r = all_rings; r && !r->dead; r = r->all_next)
+	for (r = all_rings; r && !__atomic_load_n(&r->dead, __ATOMIC_ACQUIRE); r = r->all_next)
 		;
 	if (r)
-		r->dead = 0; /* claimed */
+		__atomic_store_n(&r->dead, 0, __ATOMIC_RELAXED); /* claimed */
 	rs_mutex_unlock(&all_lock);
 	int fresh = r == NULL;
 	if (fresh) {
@@ -477,8 +477,10 @@ void rs_engine_thread_exit(void *arg)
 	io_uring_queue_exit(&r->ring);
 	rs_fdguard_release(r->ring.ring_fd);
 	rs_fdguard_release(r->evfd);
-	r->dead = 1;
 	rs_ring_tls = NULL;
+	/* last: from here another thread may claim the record (under
+	 * all_lock, not this lock) */
+	__atomic_store_n(&r->dead, 1, __ATOMIC_RELEASE);
 	rs_ring_unlock(r);
 }
 
