@@ -205,6 +205,10 @@ int rs_ring_poll_needed(struct rs_ring *r, const void *key);
  * that submitted something is not reported as EINTR by the kernel: the
  * caller asks sig.c (rs_sig_take). */
 int rs_ring_sleep(struct rs_ring *r, int timeout_ms, const sigset_t *ss);
+/* A system call that blocks for the application, made a cancellation
+ * point as libc's own would be (async cancellation only while it waits;
+ * no lock may be held). */
+long rs_blocking_syscall(long nr, long a, long b, long c, long d, long e, long f);
 /* Bring completions up to date without submitting when that needs no
  * system call (lock held); 1 if it entered the kernel (and so submitted
  * everything queued). */

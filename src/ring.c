@@ -382,6 +382,15 @@ int rs_ring_poll_needed(struct rs_ring *r, const void *key)
 	return r->poll_key != key || !r->poll_armed;
 }
 
+long rs_blocking_syscall(long nr, long a, long b, long c, long d, long e, long f)
+{
+	int old;
+	pthread_setcanceltype(PTHREAD_CANCEL_ASYNCHRONOUS, &old);
+	long r = rs_syscall(nr, a, b, c, d, e, f);
+	pthread_setcanceltype(old, NULL);
+	return r;
+}
+
 int rs_ring_catch_up(struct rs_ring *r)
 {
 	unsigned flags = IO_URING_READ_ONCE(*r->ring.sq.kflags);
@@ -435,7 +444,7 @@ int rs_ring_sleep(struct rs_ring *r, int timeout_ms, const sigset_t *ss)
 	}
 	rs_ring_unlock(r);
 	rs_stat_add(RS_C_URING_ENTERS, 1);
-	long e = rs_syscall(SYS_io_uring_enter, fd, to_submit, want, flags, &arg, sizeof(arg));
+	long e = rs_blocking_syscall(SYS_io_uring_enter, fd, to_submit, want, flags, (long)&arg, sizeof(arg));
 	return e == -EINTR || e == -ETIME ? (int)e : 0;
 }
 

@@ -686,7 +686,7 @@ static int block_on_fd(int fd, short ev, int64_t deadline)
 		ms = 10;
 	struct pollfd p = { fd, ev, 0 };
 	rs_sig_clear();
-	return wait_result((int)rs_syscall(SYS_poll, &p, 1, ms), deadline);
+	return wait_result((int)rs_blocking_syscall(SYS_poll, (long)&p, 1, ms, 0, 0, 0), deadline);
 }
 
 /* A blocking kernel call on a thread that owns a ring returned a short
@@ -786,7 +786,7 @@ ssize_t rs_tcp_recv_call(struct rs_sock *s, int fd, const struct iovec *iov, int
 			rs_tcp_unlock(t);
 			struct msghdr m = { .msg_iov = cur.v, .msg_iovlen = (size_t)cur.n };
 			rs_sig_clear();
-			r = rs_syscall(SYS_recvmsg, fd, &m, flags);
+			r = rs_blocking_syscall(SYS_recvmsg, fd, (long)&m, flags, 0, 0, 0);
 			if (r > 0 && waitall && done + (size_t)r < want && short_by_ring(deadline)) {
 				done += (size_t)r;
 				if (iov_cur_skip(&cur, iov, n, (size_t)r) < 0)
@@ -863,7 +863,7 @@ ssize_t rs_tcp_send_call(struct rs_sock *s, int fd, const struct iovec *iov, int
 			rs_tcp_unlock(t);
 			struct msghdr m = { .msg_iov = cur.v, .msg_iovlen = (size_t)cur.n };
 			rs_sig_clear();
-			r = rs_syscall(SYS_sendmsg, fd, &m, done ? flags | MSG_NOSIGNAL : flags);
+			r = rs_blocking_syscall(SYS_sendmsg, fd, (long)&m, done ? flags | MSG_NOSIGNAL : flags, 0, 0, 0);
 			if (r > 0 && done + (size_t)r < total && short_by_ring(deadline)) {
 				done += (size_t)r;
 				if (iov_cur_skip(&cur, iov, n, (size_t)r) < 0)

@@ -11,6 +11,7 @@
 #include <signal.h>
 extern sighandler_t bsd_signal(int, sighandler_t);
 #include <pthread.h>
+#include <sys/epoll.h>
 #include <sys/time.h>
 
 static volatile sig_atomic_t hits;
@@ -70,6 +71,26 @@ static void recv_with_signal(const char *label, int c, int s)
 	pthread_join(th, NULL);
 	if (r < 0) /* the data still arrives for the next call */
 		show("  then", buf, recv(s, buf, sizeof(buf), 0));
+}
+
+static void *recv_forever(void *arg)
+{
+	int fd = *(int *)arg;
+	char b[8];
+	recv(fd, b, sizeof(b), 0);
+	return NULL;
+}
+
+static void *epoll_forever(void *arg)
+{
+	int fd = *(int *)arg;
+	char b[8];
+	recv(fd, b, sizeof(b), MSG_DONTWAIT); /* this thread serves it */
+	int ep = epoll_create1(0);
+	struct epoll_event ev = { .events = EPOLLIN, .data.fd = fd };
+	epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev);
+	epoll_wait(ep, &ev, 1, -1);
+	return NULL;
 }
 
 static void *read_slowly(void *arg)
@@ -270,6 +291,26 @@ int main(void)
 		R("sendmsg with an address, connected TCP", sendmsg(c, &m, 0));
 		long r = R("recv MSG_WAITALL 4", recv(s, buf, 4, MSG_WAITALL));
 		show("  got", buf, r);
+	}
+	/* A blocking recv is a cancellation point. */
+	{
+		int c3, s3;
+		tcp_pair(&c3, &s3);
+		pthread_t th;
+		pthread_create(&th, NULL, recv_forever, &s3);
+		msleep(50);
+		pthread_cancel(th);
+		void *res = NULL;
+		pthread_join(th, &res);
+		say("blocked recv cancelled: %d", res == PTHREAD_CANCELED);
+		pthread_create(&th, NULL, epoll_forever, &c3);
+		msleep(50);
+		pthread_cancel(th);
+		res = NULL;
+		pthread_join(th, &res);
+		say("blocked epoll_wait cancelled: %d", res == PTHREAD_CANCELED);
+		close(c3);
+		close(s3);
 	}
 	close(c);
 	close(s);
