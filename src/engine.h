@@ -189,6 +189,9 @@ int rs_ring_wait(struct rs_ring *r, int (*cond)(void *), void *arg, int timeout_
 int rs_ring_reap(struct rs_ring *r);
 /* Does the owner need to enter the kernel to make progress? */
 int rs_ring_has_work(struct rs_ring *r);
+/* Could entering the ring bring input: completions, SQEs not submitted,
+ * receives to restart, hand-overs (not queued sends alone)? */
+int rs_ring_has_input_work(struct rs_ring *r);
 /* Has the kernel finished something for this ring (no system call)? */
 int rs_ring_has_completions(struct rs_ring *r);
 /* A one-shot poll for input on fd (an epoll set, known by key) through

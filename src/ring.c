@@ -260,6 +260,12 @@ int rs_ring_has_completions(struct rs_ring *r)
 	return (flags & (IORING_SQ_TASKRUN | IORING_SQ_CQ_OVERFLOW)) || io_uring_cq_ready(&r->ring);
 }
 
+int rs_ring_has_input_work(struct rs_ring *r)
+{
+	return rs_ring_has_completions(r) || io_uring_sq_ready(&r->ring) || r->detach ||
+	       (r->rearm && r->buf.held < r->buf.count);
+}
+
 int rs_ring_has_work(struct rs_ring *r)
 {
 	unsigned flags = IO_URING_READ_ONCE(*r->ring.sq.kflags);

@@ -802,7 +802,7 @@ ssize_t rs_tcp_recv_call(struct rs_sock *s, int fd, const struct iovec *iov, int
 	if (r == RS_PASS && done) {
 		/* the rest from the kernel (handed over meanwhile) */
 		struct msghdr m = { .msg_iov = cur.v, .msg_iovlen = (size_t)cur.n };
-		r = rs_syscall(SYS_recvmsg, fd, &m, flags);
+		r = rs_blocking_syscall(SYS_recvmsg, fd, (long)&m, flags, 0, 0, 0);
 	}
 	free(cur.heap);
 	return with_done(done, r);
@@ -877,7 +877,7 @@ ssize_t rs_tcp_send_call(struct rs_sock *s, int fd, const struct iovec *iov, int
 	}
 	if (r == RS_PASS && done) {
 		struct msghdr m = { .msg_iov = cur.v, .msg_iovlen = (size_t)cur.n };
-		r = rs_syscall(SYS_sendmsg, fd, &m, flags | MSG_NOSIGNAL);
+		r = rs_blocking_syscall(SYS_sendmsg, fd, (long)&m, flags | MSG_NOSIGNAL, 0, 0, 0);
 	}
 	free(cur.heap);
 	return with_done(done, r);
@@ -1066,7 +1066,10 @@ ssize_t rs_tcp_recv(struct rs_tcp *t, const struct iovec *iov, int iovcnt, int f
 				rs_stat_add(RS_C_DIRECT, 1);
 			return n;
 		}
-		if (round < 2 && r == rs_ring_tls && rs_ring_has_work(r)) {
+		if (round < 2 && r == rs_ring_tls && rs_ring_has_input_work(r)) {
+			/* completions, and receives to start, first; queued sends
+			 * alone wait for the next wait point, which submits them in
+			 * the system call that waits */
 			rs_ring_progress(r);
 			continue;
 		}
@@ -1330,12 +1333,17 @@ void rs_tcp_submit_tx(struct rs_ring *r, struct rs_tcp *t)
 		t->txs->iov[i].iov_len = g->len;
 		bytes += g->len;
 	}
-	memset(&t->txs->msg, 0, sizeof(t->txs->msg));
-	t->txs->msg.msg_iov = t->txs->iov;
-	t->txs->msg.msg_iovlen = k;
 	/* MSG_DONTWAIT: it completes at submission, with what the kernel's
-	 * buffer took (never polled, never queued to io-wq). */
-	io_uring_prep_sendmsg(sqe, t->fd, &t->txs->msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+	 * buffer took (never polled, never queued to io-wq).  One segment is
+	 * a plain send (no message header for the kernel to copy). */
+	if (k == 1) {
+		io_uring_prep_send(sqe, t->fd, t->txs->iov[0].iov_base, bytes, MSG_NOSIGNAL | MSG_DONTWAIT);
+	} else {
+		memset(&t->txs->msg, 0, sizeof(t->txs->msg));
+		t->txs->msg.msg_iov = t->txs->iov;
+		t->txs->msg.msg_iovlen = k;
+		io_uring_prep_sendmsg(sqe, t->fd, &t->txs->msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+	}
 	t->inflight_segs = k;
 	t->inflight_bytes = bytes;
 	io_uring_sqe_set_data64(sqe, RS_UD(t, RS_UD_SEND));
