@@ -19,7 +19,7 @@ static const char usage[] =
 	"       ringsock check [--knobs]\n"
 	"       ringsock knobs [--man]\n"
 	"\n"
-	"Run PROGRAM with libringsock.so preloaded: its nonblocking TCP sockets are\n"
+	"Run PROGRAM with libringsock.so preloaded: its connected TCP sockets are\n"
 	"served by the io_uring engine, every other socket by the kernel as before.\n"
 	"The program's output and exit status are its own.\n"
 	"\n"
@@ -50,8 +50,8 @@ struct profile {
 	const char *const sets[6];
 };
 static const struct profile profiles[] = {
-	{ "latency", "submit every send at once; per-socket buffer caches",
-	  { "RINGSOCK_SEND_BATCH=1", "RINGSOCK_RX_CACHE=1", "RINGSOCK_TX_CACHE=1", NULL } },
+	{ "latency", "submit every send at once; per-socket buffer caches; blocking sockets on the kernel path",
+	  { "RINGSOCK_SEND_BATCH=1", "RINGSOCK_RX_CACHE=1", "RINGSOCK_TX_CACHE=1", "RINGSOCK_BLOCKING=kernel", NULL } },
 	{ "throughput", "bigger batches and buffers",
 	  { "RINGSOCK_SEND_BATCH=128", "RINGSOCK_BUF_COUNT=2048", "RINGSOCK_BUF_SIZE=16384", NULL } },
 };

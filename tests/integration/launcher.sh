@@ -20,8 +20,8 @@ check "typo suggestion" sh -c 'echo "$0" | grep -q "did you mean RINGSOCK_SEND_B
 rs --set NO_SUCH_KNOB=1 true >/dev/null 2>&1; check "unknown --set knob: exit 2" test $? = 2
 rs -p nonsense true >/dev/null 2>&1; check "unknown profile: exit 2" test $? = 2
 
-out=$(rs -p latency --set send_batch=4 -- sh -c 'echo "$RINGSOCK_SEND_BATCH $RINGSOCK_RX_CACHE"')
-check "profile sets knobs and --set overrides it (lower-case name, no prefix)" test "$out" = "4 1"
+out=$(rs -p latency --set send_batch=4 -- sh -c 'echo "$RINGSOCK_SEND_BATCH $RINGSOCK_RX_CACHE $RINGSOCK_BLOCKING"')
+check "profile sets knobs and --set overrides it (lower-case name, no prefix)" test "$out" = "4 1 kernel"
 out=$(rs -p throughput -- sh -c 'echo "$RINGSOCK_BUF_COUNT $RINGSOCK_BUF_SIZE"')
 check "throughput profile" test "$out" = "2048 16384"
 out=$(rs --stats=/tmp/x.%p -d -- sh -c 'echo "$RINGSOCK_STATS $RINGSOCK_DISABLE"')
