@@ -1010,6 +1010,7 @@ static int take_error(struct rs_tcp *t)
 ssize_t rs_tcp_recv(struct rs_tcp *t, const struct iovec *iov, int iovcnt, int flags)
 {
 	size_t want = iov_total(iov, iovcnt); /* with MSG_TRUNC: bytes to discard */
+	int will_block = !t->sock->nonblock && !(flags & MSG_DONTWAIT);
 	for (int round = 0;; round++) {
 		size_t got = 0;
 		if (want == 0 && rx_held(t))
@@ -1066,10 +1067,13 @@ ssize_t rs_tcp_recv(struct rs_tcp *t, const struct iovec *iov, int iovcnt, int f
 				rs_stat_add(RS_C_DIRECT, 1);
 			return n;
 		}
-		if (round < 2 && r == rs_ring_tls && rs_ring_has_input_work(r)) {
-			/* completions, and receives to start, first; queued sends
-			 * alone wait for the next wait point, which submits them in
-			 * the system call that waits */
+		if (round < 2 && r == rs_ring_tls &&
+		    (will_block ? rs_ring_has_input_work(r) : rs_ring_has_work(r))) {
+			/* Completions, and receives to start, first.  A call that
+			 * will block leaves queued sends alone to the wait, which
+			 * submits them in the system call that waits; an event loop's
+			 * EAGAIN sends them now (its responses do not wait for the
+			 * rest of its batch). */
 			rs_ring_progress(r);
 			continue;
 		}
