@@ -416,6 +416,8 @@ void rs_ring_submit(struct rs_ring *r)
 	rs_ring_reap(r);
 }
 
+#define RS_SLEEP_CAP_MS 50
+
 int rs_ring_sleep(struct rs_ring *r, int timeout_ms, const sigset_t *ss)
 {
 	ring_prepare(r);
@@ -430,9 +432,18 @@ int rs_ring_sleep(struct rs_ring *r, int timeout_ms, const sigset_t *ss)
 	}
 	unsigned to_submit = tail - io_uring_smp_load_acquire(sq->khead);
 	/* Each send submitted completes at once (MSG_DONTWAIT) with one CQE:
-	 * wait for one more than those. */
-	unsigned want = io_uring_cq_ready(&r->ring) + r->sq_sends + 1;
+	 * wait for one more than those.  (The caller saw an empty CQ.)  If
+	 * another thread holding the lock reaps those CQEs before the kernel
+	 * starts the wait, the count would be too high: the wait is then
+	 * capped, so that race costs at most RS_SLEEP_CAP_MS, never a hang. */
+	unsigned sends = r->sq_sends;
+	unsigned want = io_uring_cq_ready(&r->ring) + sends + 1;
 	r->sq_sends = 0;
+	int capped = 0;
+	if (sends && (timeout_ms < 0 || timeout_ms > RS_SLEEP_CAP_MS)) {
+		timeout_ms = RS_SLEEP_CAP_MS;
+		capped = 1;
+	}
 	int fd = r->reg_ring ? r->ring.enter_ring_fd : r->ring.ring_fd;
 	unsigned flags = IORING_ENTER_GETEVENTS | IORING_ENTER_EXT_ARG |
 			 (r->reg_ring ? IORING_ENTER_REGISTERED_RING : 0);
@@ -451,6 +462,8 @@ int rs_ring_sleep(struct rs_ring *r, int timeout_ms, const sigset_t *ss)
 	rs_ring_unlock(r);
 	rs_stat_add(RS_C_URING_ENTERS, 1);
 	long e = rs_blocking_syscall(SYS_io_uring_enter, fd, to_submit, want, flags, (long)&arg, sizeof(arg));
+	if (e == -ETIME && capped)
+		return 0; /* not the caller's timeout: it looks again */
 	return e == -EINTR || e == -ETIME ? (int)e : 0;
 }
 
