@@ -21,7 +21,7 @@ free_port() {
 		echo $((20000 + RANDOM % 20000))
 }
 # Sum a counter over every report in a RINGSOCK_STATS file: stat FILE KEY
-stat_sum() { grep -o "[ ]$2=[0-9]*" "$1" 2>/dev/null | awk -F= '{s+=$2} END {print s+0}'; }
+stat_sum() { grep -o "[ ]$2=[0-9]*" "$1" 2>/dev/null | awk -F= '{s+=$2} END {printf "%.0f\n", s}'; }
 # The distribution python (not a version-manager shim that forks shells).
 PY=$(command -v /usr/bin/python3 || command -v python3)
 # Remove RINGSOCK_* and LD_PRELOAD from this shell's environment.
