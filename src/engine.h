@@ -159,6 +159,11 @@ struct rs_ring {
 	uint8_t poll_armed;
 	uint8_t wake_armed;     /* a poll of evfd is in the ring (blocking calls) */
 	uint8_t reg_ring;       /* ring fd registered (enter_ring_fd is an index) */
+	uint8_t tr_stale;       /* IORING_SQ_TASKRUN stayed set through three
+				 * enters that found no work (seen on 6.18):
+				 * ignored until it clears; waits outside the
+				 * ring are then sliced to 10 ms */
+	uint8_t tr_empty;       /* enters in a row that found nothing so */
 	unsigned sq_sends;      /* send SQEs not yet submitted (one CQE each) */
 	int drain_ended;        /* a drain job ended: look at the list */
 	unsigned nr_tx_sqes;    /* sends prepared since the last submit */

@@ -682,6 +682,8 @@ int rs_ep_wait(int epfd, struct epoll_event *evs, int max, int timeout_ms, const
 			int64_t left = deadline - now_ns();
 			t_ms = left <= 0 ? 0 : (int)((left + 999999) / 1000000);
 		}
+		if (r && RS_LOAD(r->tr_stale) && !ring_mode)
+			transient = 1; /* work the ring may hide: look again soon */
 		if (transient && (t_ms < 0 || t_ms > 10)) {
 			t_ms = 10; /* a socket in hand-over: look again soon */
 			wake = 1;

@@ -254,9 +254,23 @@ int rs_ring_reap(struct rs_ring *r)
 	return total;
 }
 
-int rs_ring_has_completions(struct rs_ring *r)
+/* The ring's kernel flags, with a stuck IORING_SQ_TASKRUN left out: the
+ * kernel sets it when it queues task work for us and clears it when that
+ * work runs, but it has been seen to stay set with nothing queued, and
+ * taking it for work then spins a wait loop forever. */
+static unsigned ring_flags(struct rs_ring *r)
 {
 	unsigned flags = IO_URING_READ_ONCE(*r->ring.sq.kflags);
+	if (!(flags & IORING_SQ_TASKRUN))
+		r->tr_stale = r->tr_empty = 0;
+	else if (r->tr_stale)
+		flags &= ~IORING_SQ_TASKRUN;
+	return flags;
+}
+
+int rs_ring_has_completions(struct rs_ring *r)
+{
+	unsigned flags = ring_flags(r);
 	return (flags & (IORING_SQ_TASKRUN | IORING_SQ_CQ_OVERFLOW)) || io_uring_cq_ready(&r->ring);
 }
 
@@ -268,7 +282,7 @@ int rs_ring_has_input_work(struct rs_ring *r)
 
 int rs_ring_has_work(struct rs_ring *r)
 {
-	unsigned flags = IO_URING_READ_ONCE(*r->ring.sq.kflags);
+	unsigned flags = ring_flags(r);
 	return (flags & (IORING_SQ_TASKRUN | IORING_SQ_CQ_OVERFLOW)) || io_uring_cq_ready(&r->ring) ||
 	       io_uring_sq_ready(&r->ring) || r->txq || r->detach || r->buf.pending ||
 	       (r->rearm && r->buf.held < r->buf.count);
@@ -312,10 +326,18 @@ int rs_ring_progress(struct rs_ring *r)
 	int handled = 0;
 	for (int round = 0; round < 4; round++) {
 		ring_prepare(r);
-		unsigned flags = IO_URING_READ_ONCE(*r->ring.sq.kflags);
-		if (io_uring_sq_ready(&r->ring) || (flags & (IORING_SQ_TASKRUN | IORING_SQ_CQ_OVERFLOW)))
+		unsigned flags = ring_flags(r);
+		int entered = 0;
+		if (io_uring_sq_ready(&r->ring) || (flags & (IORING_SQ_TASKRUN | IORING_SQ_CQ_OVERFLOW))) {
 			ring_enter(r, 0, NULL, NULL);
+			entered = 1;
+		}
 		int n = rs_ring_reap(r);
+		if (n)
+			r->tr_empty = 0;
+		else if (entered && (IO_URING_READ_ONCE(*r->ring.sq.kflags) & IORING_SQ_TASKRUN) &&
+			 ++r->tr_empty >= 3)
+			r->tr_stale = 1; /* three enters in a row found nothing */
 		handled += n;
 		if (!n && !r->txq && !r->detach && !(r->rearm && r->buf.held < r->buf.count))
 			break;
@@ -399,7 +421,7 @@ long rs_blocking_syscall(long nr, long a, long b, long c, long d, long e, long f
 
 int rs_ring_catch_up(struct rs_ring *r)
 {
-	unsigned flags = IO_URING_READ_ONCE(*r->ring.sq.kflags);
+	unsigned flags = ring_flags(r);
 	if (flags & (IORING_SQ_TASKRUN | IORING_SQ_CQ_OVERFLOW)) {
 		rs_ring_progress(r); /* completions wait for an enter anyway */
 		return 1;

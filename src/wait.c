@@ -144,6 +144,8 @@ int rs_wait_poll(struct pollfd *fds, unsigned long n, int timeout_ms, const stru
 			int64_t left = deadline - now_ns();
 			t_ms = left <= 0 ? 0 : (int)((left + 999999) / 1000000);
 		}
+		if (r && RS_LOAD(r->tr_stale))
+			transient = 1; /* work the ring may hide: look again soon */
 		int sliced = transient && (t_ms < 0 || t_ms > 10);
 		if (sliced)
 			t_ms = 10;

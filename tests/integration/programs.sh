@@ -55,7 +55,7 @@ for mode in tcp reverse parallel udp; do
 		check "iperf3 $mode: engine served the server's data sockets" \
 			test "$(stat_sum "$TMP/srv.stats" accelerated)" -ge $want
 		check "iperf3 $mode: engine answered calls without syscalls" \
-			test "$(stat_sum "$TMP/srv.stats" calls_nosys)" -gt 1000
+			test "$(stat_sum "$TMP/srv.stats" calls_nosys)" -gt 100 # bulk reads of 128 KiB go straight to the kernel: a few hundred
 	fi
 done
 
