@@ -54,8 +54,10 @@ for mode in tcp reverse parallel udp; do
 		[ $mode = parallel ] && want=4
 		check "iperf3 $mode: engine served the server's data sockets" \
 			test "$(stat_sum "$TMP/srv.stats" accelerated)" -ge $want
-		check "iperf3 $mode: engine answered calls without syscalls" \
-			test "$(stat_sum "$TMP/srv.stats" calls_nosys)" -gt 100 # bulk reads of 128 KiB go straight to the kernel: a few hundred
+		# Bulk reads of 128 KiB take the engine's direct path (straight
+		# into the caller's buffer); the rest is answered from its queue.
+		check "iperf3 $mode: engine handled the server's data calls (queue or direct path)" \
+			test $(( $(stat_sum "$TMP/srv.stats" calls_nosys) + $(stat_sum "$TMP/srv.stats" direct) )) -gt 1000
 	fi
 done
 
