@@ -1215,8 +1215,7 @@ ssize_t rs_tcp_send(struct rs_tcp *t, const struct iovec *iov, int iovcnt, int f
 		struct msghdr m = { .msg_iov = (struct iovec *)iov, .msg_iovlen = (size_t)iovcnt };
 		return rs_syscall(SYS_sendmsg, t->fd, &m, flags | MSG_DONTWAIT);
 	}
-	if (!t->sock->nonblock && t->owner == rs_ring_tls &&
-	    (rs_ring_has_completions(t->owner) || io_uring_sq_ready(&t->owner->ring))) {
+	if (!t->sock->nonblock && t->owner == rs_ring_tls && rs_ring_has_input_work(t->owner)) {
 		/* A blocking socket (a thread per connection, mostly) sees what
 		 * has happened to it before the send is accepted, as the kernel
 		 * would: its receive runs and meets a reset or the peer's end.
