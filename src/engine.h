@@ -428,6 +428,7 @@ void rs_ep_sock_changed(struct rs_tcp *t); /* readiness may have changed */
 void rs_ep_sock_armed(struct rs_tcp *t);   /* registrations to engine mode */
 void rs_ep_sock_detached(struct rs_tcp *t);
 void rs_ep_sock_rx_direct(struct rs_tcp *t); /* input readiness from the kernel */
+void rs_ep_sock_kfull(struct rs_tcp *t);   /* output readiness from the kernel */
 void rs_ep_sock_gone(struct rs_tcp *t);
 void rs_ep_demote_nested(int epfd);       /* epfd watched from outside */
 void rs_ep_forget_sock(struct rs_sock *s);

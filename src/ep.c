@@ -41,6 +41,7 @@ struct rs_epreg {
 	struct rs_epreg *sock_next; /* s->regs */
 	struct rs_epreg *ready_next;
 	uint8_t on_ready, edge, disabled, engine;
+	uint8_t kout;            /* the kernel watches EPOLLOUT (engine socket) */
 	uint32_t seen;           /* epoll_wait round that reported it */
 	struct rs_epreg *free_next;
 };
@@ -189,17 +190,23 @@ static int rx_direct(struct rs_epreg *g)
 
 /* What the kernel watches for a registration: everything for a socket the
  * engine does not serve; for an engine socket only HUP/ERR edges, plus
- * input for a bulk reader whose input stays in the kernel. */
+ * input for a bulk reader whose input stays in the kernel.  EPOLLOUT is
+ * added once the kernel's send buffer was seen full (kfull): its edges then
+ * tell when the socket can take data again.  Not before: watched from the
+ * start, every new socket's first edge (it is writable) would cost the
+ * next epoll_wait a trip to the kernel's set for nothing. */
 static uint32_t kernel_events(struct rs_epreg *g)
 {
 	if (!g->engine)
 		return g->events;
-	/* EPOLLOUT edges come only after the send buffer was full: they tell
-	 * when a socket whose kernel buffer filled can take data again. */
+	struct rs_tcp *t = g->s ? atomic_load(&g->s->eng) : NULL;
+	if (t && RS_LOAD(t->kfull))
+		g->kout = 1;
+	uint32_t out = g->kout ? EPOLLOUT : 0;
 	if (rx_direct(g))
 		return (g->events & (EPOLLIN | EPOLLRDNORM | EPOLLRDHUP | EPOLLPRI | EPOLLET | EPOLLONESHOT)) |
-		       ((g->events & EPOLLOUT) ? EPOLLOUT | EPOLLET : 0);
-	return EPOLLET | EPOLLOUT;
+		       ((g->events & EPOLLOUT) ? out | EPOLLET : 0);
+	return EPOLLET | out;
 }
 
 static long real_ctl(int epfd, int op, int fd, uint32_t events, uint64_t data)
@@ -382,6 +389,17 @@ void rs_ep_sock_rx_direct(struct rs_tcp *t)
 	rs_mutex_lock(&ctl_lock);
 	for (struct rs_epreg *g = t->sock->regs; g; g = g->sock_next)
 		if (g->engine)
+			real_ctl(g->ep->epfd, EPOLL_CTL_MOD, g->fd, kernel_events(g), (uint64_t)(uintptr_t)g);
+	rs_mutex_unlock(&ctl_lock);
+}
+
+/* The kernel's send buffer was found full: have the kernel report when it
+ * has room (once per registration; later edges come only after a fill). */
+void rs_ep_sock_kfull(struct rs_tcp *t)
+{
+	rs_mutex_lock(&ctl_lock);
+	for (struct rs_epreg *g = t->sock->regs; g; g = g->sock_next)
+		if (g->engine && !g->kout)
 			real_ctl(g->ep->epfd, EPOLL_CTL_MOD, g->fd, kernel_events(g), (uint64_t)(uintptr_t)g);
 	rs_mutex_unlock(&ctl_lock);
 }

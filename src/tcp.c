@@ -1260,7 +1260,10 @@ ssize_t rs_tcp_send(struct rs_tcp *t, const struct iovec *iov, int iovcnt, int f
 			t->epipe_pending = 1;
 			return send_error((int)-k, flags);
 		}
-		RS_STORE(t->kfull, k == -EAGAIN || (k >= 0 && (size_t)k < total));
+		int full = k == -EAGAIN || (k >= 0 && (size_t)k < total);
+		RS_STORE(t->kfull, full);
+		if (full)
+			rs_ep_sock_kfull(t);
 		if (k != -EAGAIN)
 			rs_stat_add(RS_C_DIRECT, 1);
 		return k;

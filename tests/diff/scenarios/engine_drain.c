@@ -8,6 +8,9 @@
  *   - after shutdown(SHUT_WR) of the writer;
  *   - with the writer left open, reading exactly what was accepted; then
  *     the writer must report EPOLLOUT again (edge-triggered) and take more;
+ *   - the same with 128 KiB sends, which go straight to the kernel until
+ *     its buffer is full: its EPOLLOUT edge then tells the writer, in a set
+ *     registered before the fill and in one registered after it;
  *   - the writing thread blocks on a condition variable (not a socket call)
  *     while another thread reads everything;
  *   - the same with one small send (queued by the engine, not yet
@@ -108,6 +111,44 @@ static void left_open(void)
 	close(s);
 }
 
+static void left_open_bulk(void)
+{
+	int c, s;
+	small_pair(&c, &s);
+	int ep = epoll_create1(0), ep2 = epoll_create1(0);
+	struct epoll_event ev = { .events = EPOLLOUT | EPOLLET, .data.fd = c };
+	epoll_ctl(ep, EPOLL_CTL_ADD, c, &ev);
+	/* The first edge (the socket is writable) is taken now. */
+	say("before: events %d", (int)R("epoll_wait", epoll_wait(ep, &ev, 1, 1000)));
+	fill_pattern(out, CAP, 6);
+	size_t n = 0;
+	while (n + (128 << 10) <= CAP) {
+		ssize_t r = send(c, out + n, 128 << 10, MSG_NOSIGNAL);
+		if (r < 0) {
+			if (errno != EAGAIN)
+				die("send");
+			break;
+		}
+		n += (size_t)r;
+	}
+	say("full: events %d", (int)R("epoll_wait", epoll_wait(ep, &ev, 1, 0)));
+	ev.events = EPOLLOUT | EPOLLET;
+	epoll_ctl(ep2, EPOLL_CTL_ADD, c, &ev);
+	size_t got = read_exact(s, n, 0);
+	say("bulk open: all arrived %d, intact %d", got == n, !memcmp(in, out, n));
+	int k = (int)R("epoll_wait EPOLLOUT", epoll_wait(ep, &ev, 1, 10000));
+	say("set 1: %s", k == 1 && (ev.events & EPOLLOUT) ? "EPOLLOUT" : "none");
+	k = (int)R("epoll_wait EPOLLOUT", epoll_wait(ep2, &ev, 1, 10000));
+	say("set 2: %s", k == 1 && (ev.events & EPOLLOUT) ? "EPOLLOUT" : "none");
+	R("send after", send(c, "more", 4, MSG_NOSIGNAL));
+	got = read_exact(s, 4, 0);
+	say("more arrived %d", got == 4 && !memcmp(in, "more", 4));
+	close(ep);
+	close(ep2);
+	close(c);
+	close(s);
+}
+
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
 static int filled, done;
@@ -167,6 +208,7 @@ int main(void)
 	after_close();
 	after_shutdown();
 	left_open();
+	left_open_bulk();
 	writer_on_condvar(0);
 	writer_on_condvar(1);
 	return 0;
