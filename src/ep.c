@@ -25,25 +25,27 @@
 #include "engine.h"
 #include "sys.h"
 
-#define EPREG_MAGIC 0x72736570726567ull /* "rseppreg" */
+#define EPREG_MAGIC 0x72657065u /* "rsep" */
 #define EP_MAX_FD 65536
 #define ARENA_REGS (1u << 20)
 #define RS_EP_RINGS 16
 
 struct rs_epreg {
-	uint64_t magic;
+	uint32_t magic;
+	int fd;
 	struct rs_ep *ep;
 	struct rs_sock *s;       /* NULL for a ring eventfd */
 	struct rs_ring *ring;    /* eventfd registrations */
-	int fd;
 	uint32_t events;         /* the application's, with EPOLLET/ONESHOT */
+	uint32_t seen;           /* epoll_wait round that reported it */
 	uint64_t data;           /* the application's */
 	struct rs_epreg *sock_next; /* s->regs */
-	struct rs_epreg *ready_next;
+	union {
+		struct rs_epreg *ready_next;
+		struct rs_epreg *free_next; /* once freed */
+	};
 	uint8_t on_ready, edge, disabled, engine;
 	uint8_t kout;            /* the kernel watches EPOLLOUT (engine socket) */
-	uint32_t seen;           /* epoll_wait round that reported it */
-	struct rs_epreg *free_next;
 };
 
 struct rs_ep {
@@ -459,6 +461,10 @@ void rs_ep_close(int epfd)
 		return;
 	atomic_store(&eps[epfd], NULL);
 	rs_mutex_lock(&ctl_lock);
+	rs_mutex_lock(&ep->lock); /* a freed registration's link is reused */
+	while (ep->ready_head)
+		ready_unlink_all(ep, ep->ready_head);
+	rs_mutex_unlock(&ep->lock);
 	for (unsigned fd = 0; fd < ep->nbyfd; fd++) {
 		struct rs_epreg *g = ep->byfd[fd];
 		if (!g)

@@ -71,18 +71,18 @@ struct rs_sock {
 	atomic_int refs;        /* fd slots referring to it + users holding it */
 	uint32_t index;         /* position in the record arena (constant) */
 	atomic_uint gen;        /* bumped on every reuse of this record */
-	int domain, type, protocol; /* as created (type without SOCK_* flags) */
-	int pt_reason;          /* enum ringsock_passthrough */
 	uint32_t next_free;     /* arena free list link (index + 1), 0 = end */
 	atomic_int nfds;        /* descriptors referring to it */
 	/* What the engine needs to know before it arms the socket, kept up to
 	 * date by the trampolines (no system call needed). */
-	int nonblock;           /* O_NONBLOCK on the open description */
-	int conn_state;         /* RS_CONN_* */
 	int rcvbuf, sndbuf;     /* set by the application, 0 if not */
-	int64_t rcvtimeo_ns, sndtimeo_ns; /* SO_RCVTIMEO, SO_SNDTIMEO (0: none) */
-	uint8_t timeo_known;    /* ...as read from the kernel since last set */
 	unsigned born_gen;      /* rs_fork_gen when it was created */
+	int64_t rcvtimeo_ns, sndtimeo_ns; /* SO_RCVTIMEO, SO_SNDTIMEO (0: none) */
+	uint16_t domain, type, protocol; /* as created (type without SOCK_* flags) */
+	uint8_t pt_reason;      /* enum ringsock_passthrough */
+	uint8_t nonblock;       /* O_NONBLOCK on the open description */
+	uint8_t conn_state;     /* RS_CONN_* */
+	uint8_t timeo_known;    /* ...as read from the kernel since last set */
 	uint8_t no_engine;      /* never arm it (pt_reason says why) */
 	uint8_t pt_counted;     /* counted as accelerated or passed through */
 	uint8_t pt_counted_blocking; /* counted once as blocking */

@@ -21,6 +21,7 @@
  * Every function here runs with the socket's lock held (rs_tcp_enter):
  * the owner ring's lock while the socket is owned, its own mutex after.
  */
+#include <limits.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -304,6 +305,13 @@ static void cancel_recv(struct rs_ring *r, struct rs_tcp *t)
 	t->ops_inflight++;
 }
 
+/* What the kernel makes of SO_SNDBUF/SO_RCVBUF v: twice the value, and at
+ * least its minimum (4608) when v is zero or negative. */
+static uint32_t sockbuf_bytes(int v)
+{
+	return v > 0 ? (uint32_t)(v < INT_MAX / 2 ? v : INT_MAX / 2) * 2 : 4608;
+}
+
 /* Is this record's socket connected?  (No syscall when we saw it.) */
 static int connected(struct rs_sock *s, int fd)
 {
@@ -352,14 +360,14 @@ static struct rs_tcp *arm(struct rs_sock *s, int fd)
 	RS_STORE(t->mode, RS_TM_ARMED);
 	size_t lim = (size_t)rs_rt.cfg.v[RS_K_RCVBUF_LIMIT];
 	if (!lim)
-		lim = s->rcvbuf ? (size_t)s->rcvbuf * 2 : default_rcvbuf();
+		lim = s->rcvbuf ? sockbuf_bytes(s->rcvbuf) : default_rcvbuf();
 	size_t cap = (size_t)r->buf.count * r->buf.size / 4;
 	if (lim > cap)
 		lim = cap;
 	if (lim < 2 * (size_t)r->buf.size)
 		lim = 2 * (size_t)r->buf.size;
 	t->rx_limit = lim;
-	t->tx_limit = s->sndbuf ? (size_t)s->sndbuf * 2 : 262144;
+	t->tx_limit = s->sndbuf ? sockbuf_bytes(s->sndbuf) : 262144;
 	/* Open before a fork: the other process may read it, so no receive
 	 * may take its data in advance; reads go to the kernel. */
 	t->rx_direct = s->born_gen != __atomic_load_n(&rs_fork_gen, __ATOMIC_RELAXED);
