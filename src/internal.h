@@ -86,6 +86,9 @@ struct rs_sock {
 	uint8_t no_engine;      /* never arm it (pt_reason says why) */
 	uint8_t pt_counted;     /* counted as accelerated or passed through */
 	uint8_t pt_counted_blocking; /* counted once as blocking */
+	/* engine, blocking sockets (here: a blocking read ends unlocked) */
+	uint8_t tx_run;         /* sends since a read got data (at most 2) */
+	uint8_t pingpong;       /* one send between the last two reads */
 	_Atomic(struct rs_tcp *) eng; /* engine state (engine.h), NULL if none */
 	struct rs_epreg *regs;  /* its epoll registrations (ep.c) */
 };

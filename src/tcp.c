@@ -305,6 +305,18 @@ static void cancel_recv(struct rs_ring *r, struct rs_tcp *t)
 	t->ops_inflight++;
 }
 
+/* From now on the kernel reports the socket's input and reads go straight
+ * to it; sends stay the engine's.  Data a receive already took is read
+ * first. */
+static void go_direct(struct rs_ring *r, struct rs_tcp *t)
+{
+	if (t->rx_direct)
+		return;
+	t->rx_direct = 1;
+	cancel_recv(r, t);
+	rs_ep_sock_rx_direct(t);
+}
+
 /* What the kernel makes of SO_SNDBUF/SO_RCVBUF v: twice the value, and at
  * least its minimum (4608) when v is zero or negative. */
 static uint32_t sockbuf_bytes(int v)
@@ -745,6 +757,24 @@ static ssize_t with_done(size_t done, ssize_t r)
 	return r > 0 ? (ssize_t)done + r : (ssize_t)done;
 }
 
+/* Reads go to the kernel and the engine holds nothing of this socket's
+ * input, nor can a receive of ours still bring some: a blocking read
+ * waits in the kernel at once. */
+static int kernel_reader(struct rs_tcp *t)
+{
+	return t->mode == RS_TM_ARMED && t->rx_direct && t->owner == rs_ring_tls && !t->recv_armed &&
+	       !rx_held(t) && !t->rx_err && !t->rx_eof && !t->shut_rd;
+}
+
+/* A blocking read got data: was there exactly one send since the last
+ * one?  Then the program is a ping-pong client or server, and its next
+ * send goes straight to the kernel (see rs_tcp_send). */
+static void note_recv(struct rs_sock *s)
+{
+	RS_STORE(s->pingpong, RS_LOAD(s->tx_run) == 1);
+	RS_STORE(s->tx_run, 0);
+}
+
 ssize_t rs_tcp_recv_call(struct rs_sock *s, int fd, const struct iovec *iov, int n, int flags)
 {
 	if (flags & (MSG_OOB | MSG_ERRQUEUE))
@@ -764,7 +794,12 @@ ssize_t rs_tcp_recv_call(struct rs_sock *s, int fd, const struct iovec *iov, int
 			r = RS_PASS;
 			break;
 		}
-		r = rs_tcp_recv(t, cur.v, cur.n, flags);
+		if (block && !stop && kernel_reader(t))
+			r = -EAGAIN; /* the kernel has it all: it waits, below */
+		else
+			r = rs_tcp_recv(t, cur.v, cur.n, flags);
+		if (r > 0 && block)
+			note_recv(s);
 		if (r != -EAGAIN || !block || stop) {
 			maybe_passive(t);
 			rs_tcp_unlock(t);
@@ -777,6 +812,17 @@ ssize_t rs_tcp_recv_call(struct rs_sock *s, int fd, const struct iovec *iov, int
 				continue;
 			}
 			break;
+		}
+		if (t->mode == RS_TM_ARMED && !t->rx_direct && t->owner == rs_ring_tls &&
+		    !t->tx_cnt && !t->send_inflight && !t->drain) {
+			/* A blocking read that must wait with nothing of ours to
+			 * send: the ring has nothing to batch, and its wake-up path
+			 * (task work, a completion, a copy out of a ring buffer)
+			 * is slower than the kernel's own.  From now on reads go
+			 * straight to the kernel, which waits; sends stay ours. */
+			go_direct(t->owner, t);
+			rs_tcp_unlock(t);
+			continue;
 		}
 		if (t->mode == RS_TM_ARMED && !t->rx_direct) {
 			stop = block_in_ring(t, deadline);
@@ -795,6 +841,8 @@ ssize_t rs_tcp_recv_call(struct rs_sock *s, int fd, const struct iovec *iov, int
 			struct msghdr m = { .msg_iov = cur.v, .msg_iovlen = (size_t)cur.n };
 			rs_sig_clear();
 			r = rs_blocking_syscall(SYS_recvmsg, fd, (long)&m, flags, 0, 0, 0);
+			if (r > 0)
+				note_recv(s);
 			if (r > 0 && waitall && done + (size_t)r < want && short_by_ring(deadline)) {
 				done += (size_t)r;
 				if (iov_cur_skip(&cur, iov, n, (size_t)r) < 0)
@@ -1057,14 +1105,9 @@ ssize_t rs_tcp_recv(struct rs_tcp *t, const struct iovec *iov, int iovcnt, int f
 			 * yet run (DEFER_TASKRUN) have not touched the data. */
 			if (round == 0 && io_uring_cq_ready(&r->ring) && rs_ring_reap(r))
 				continue;
-			if (!t->rx_direct) {
-				/* A bulk reader: two copies and a completion per buffer
-				 * cost more than they save.  From now on the kernel
-				 * reports input and reads go straight to it. */
-				t->rx_direct = 1;
-				cancel_recv(r, t);
-				rs_ep_sock_rx_direct(t);
-			}
+			/* A bulk reader: two copies and a completion per buffer
+			 * cost more than they save. */
+			go_direct(r, t);
 			struct msghdr m = { .msg_iov = (struct iovec *)iov, .msg_iovlen = (size_t)iovcnt };
 			long n = rs_syscall(SYS_recvmsg, t->fd, &m, flags | MSG_DONTWAIT);
 			if (n == 0 && !(flags & MSG_PEEK))
@@ -1252,8 +1295,14 @@ ssize_t rs_tcp_send(struct rs_tcp *t, const struct iovec *iov, int iovcnt, int f
 			return -EAGAIN;
 	}
 	size_t direct = (size_t)rs_rt.cfg.v[RS_K_DIRECT_THRESHOLD];
+	/* A blocking ping-pong socket's one send per round (its reads go to
+	 * the kernel): nothing to batch it with, so the kernel's send. */
+	struct rs_sock *s = t->sock;
+	int pp = !s->nonblock && t->rx_direct && RS_LOAD(s->pingpong) && !RS_LOAD(s->tx_run);
+	if (!s->nonblock && RS_LOAD(s->tx_run) < 2)
+		RS_STORE(s->tx_run, RS_LOAD(s->tx_run) + 1);
 	if (!t->tx_cnt && !t->send_inflight &&
-	    ((direct && total >= direct) || RS_LOAD(t->kfull) || !t->sent || t->rx_eof)) {
+	    ((direct && total >= direct) || RS_LOAD(t->kfull) || !t->sent || t->rx_eof || pp)) {
 		/* A large send with nothing queued: straight into the kernel's
 		 * buffer, one copy.  The same while the kernel's buffer was last
 		 * seen full: a partial count or EAGAIN, as the kernel says.  And

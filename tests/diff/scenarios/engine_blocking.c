@@ -1,5 +1,7 @@
 /* Blocking sockets served by the engine: a blocking recv waits in the
- * ring, a blocking send waits for room; signals installed every way the C
+ * kernel, or in the ring when sends of its own are queued (the "queued"
+ * cases: two small sends just before), a blocking send waits for room;
+ * signals installed every way the C
  * library offers (sigaction with and without SA_RESTART, signal,
  * bsd_signal, sysv_signal, sigset, siginterrupt) end or restart the wait
  * exactly as the kernel would; the handlers and flags the program reads
@@ -71,6 +73,22 @@ static void recv_with_signal(const char *label, int c, int s)
 	pthread_join(th, NULL);
 	if (r < 0) /* the data still arrives for the next call */
 		show("  then", buf, recv(s, buf, sizeof(buf), 0));
+}
+
+/* The same on a new pair, with two small sends from s queued when recv
+ * waits: the wait is the ring's, which also sends them (a socket whose
+ * reads once waited with nothing queued waits in the kernel after). */
+static void recv_with_signal_queued(const char *label)
+{
+	char buf[8];
+	int c, s;
+	tcp_pair(&c, &s);
+	send(s, "ab", 2, 0);
+	send(s, "cd", 2, 0);
+	recv_with_signal(label, c, s);
+	show("  peer got", buf, recv(c, buf, 4, MSG_WAITALL));
+	close(c);
+	close(s);
 }
 
 static void *recv_forever(void *arg)
@@ -172,6 +190,40 @@ int main(void)
 	}
 	a.sa_flags = SA_RESTART;
 	sigaction(SIGALRM, &a, NULL);
+	{
+		recv_with_signal_queued("recv queued, sigaction SA_RESTART");
+		a.sa_flags = 0;
+		sigaction(SIGALRM, &a, NULL);
+		recv_with_signal_queued("recv queued, sigaction without SA_RESTART");
+		a.sa_flags = SA_RESTART;
+		sigaction(SIGALRM, &a, NULL);
+		int c2, s2;
+		tcp_pair(&c2, &s2);
+		/* SO_RCVTIMEO ends a wait in the ring */
+		struct timeval tmo = { 0, 100000 };
+		setsockopt(s2, SOL_SOCKET, SO_RCVTIMEO, &tmo, sizeof(tmo));
+		send(s2, "ab", 2, 0);
+		send(s2, "cd", 2, 0);
+		R("recv queued, SO_RCVTIMEO 100 ms", recv(s2, buf, sizeof(buf), 0));
+		show("  peer got", buf, recv(c2, buf, 4, MSG_WAITALL));
+		close(c2);
+		close(s2);
+		tcp_pair(&c2, &s2);
+		/* MSG_WAITALL across segments, waiting in the ring */
+		pthread_t th[2];
+		struct later l[2] = { { c2, 20, 3, "abc" }, { c2, 60, 3, "def" } };
+		send(s2, "ef", 2, 0);
+		send(s2, "gh", 2, 0);
+		for (int i = 0; i < 2; i++)
+			pthread_create(&th[i], NULL, send_later, &l[i]);
+		long r = R("recv queued MSG_WAITALL 6", recv(s2, buf, 6, MSG_WAITALL));
+		show("  got", buf, r);
+		for (int i = 0; i < 2; i++)
+			pthread_join(th[i], NULL);
+		show("  peer got", buf, recv(c2, buf, 4, MSG_WAITALL));
+		close(c2);
+		close(s2);
+	}
 
 	/* MSG_WAITALL gathers several segments. */
 	{
@@ -210,6 +262,16 @@ int main(void)
 	{
 		int c2, s2;
 		tcp_pair(&c2, &s2);
+		/* SO_RCVTIMEO ends a wait in the ring */
+		struct timeval tmo = { 0, 100000 };
+		setsockopt(s2, SOL_SOCKET, SO_RCVTIMEO, &tmo, sizeof(tmo));
+		send(s2, "ab", 2, 0);
+		send(s2, "cd", 2, 0);
+		R("recv queued, SO_RCVTIMEO 100 ms", recv(s2, buf, sizeof(buf), 0));
+		show("  peer got", buf, recv(c2, buf, 4, MSG_WAITALL));
+		close(c2);
+		close(s2);
+		tcp_pair(&c2, &s2);
 		size_t n = 8 << 20;
 		char *big = malloc(n);
 		fill_pattern(big, n, 7);
@@ -228,6 +290,16 @@ int main(void)
 	 * it with what was taken. */
 	{
 		int c2, s2;
+		tcp_pair(&c2, &s2);
+		/* SO_RCVTIMEO ends a wait in the ring */
+		struct timeval tmo = { 0, 100000 };
+		setsockopt(s2, SOL_SOCKET, SO_RCVTIMEO, &tmo, sizeof(tmo));
+		send(s2, "ab", 2, 0);
+		send(s2, "cd", 2, 0);
+		R("recv queued, SO_RCVTIMEO 100 ms", recv(s2, buf, sizeof(buf), 0));
+		show("  peer got", buf, recv(c2, buf, 4, MSG_WAITALL));
+		close(c2);
+		close(s2);
 		tcp_pair(&c2, &s2);
 		size_t n = 32 << 20;
 		char *big = malloc(n);
