@@ -361,6 +361,8 @@ struct rs_tcp {
 				   * direct send: writability is the kernel's */
 	uint8_t rx_direct;        /* bulk reader: no multishot receive, reads go
 				   * straight to the kernel, which reports input */
+	uint8_t rx_probation;     /* reads with data left before the multishot
+				   * receive is armed (RINGSOCK_ARM_AFTER) */
 	uint8_t send_inflight;    /* one send in flight at a time */
 	uint8_t closing;          /* fd closed; freed when nothing is in flight */
 	uint8_t rx_eof;

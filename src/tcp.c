@@ -310,11 +310,22 @@ static void cancel_recv(struct rs_ring *r, struct rs_tcp *t)
  * first. */
 static void go_direct(struct rs_ring *r, struct rs_tcp *t)
 {
+	t->rx_probation = 0; /* for good */
 	if (t->rx_direct)
 		return;
 	t->rx_direct = 1;
 	cancel_recv(r, t);
 	rs_ep_sock_rx_direct(t);
+}
+
+/* A new socket has read RINGSOCK_ARM_AFTER times with data: it lives long
+ * enough for the multishot receive to pay off.  It is submitted with the
+ * thread's next system call; the kernel stops reporting the input. */
+static void end_probation(struct rs_ring *r, struct rs_tcp *t)
+{
+	t->rx_direct = 0;
+	rs_ep_sock_rx_direct(t);
+	rs_tcp_submit_recv(r, t);
 }
 
 /* What the kernel makes of SO_SNDBUF/SO_RCVBUF v: twice the value, and at
@@ -383,6 +394,12 @@ static struct rs_tcp *arm(struct rs_sock *s, int fd)
 	/* Open before a fork: the other process may read it, so no receive
 	 * may take its data in advance; reads go to the kernel. */
 	t->rx_direct = s->born_gen != __atomic_load_n(&rs_fork_gen, __ATOMIC_RELAXED);
+	if (!t->rx_direct && s->nonblock && rs_rt.cfg.v[RS_K_ARM_AFTER]) {
+		/* New: its first reads go to the kernel (one request and a close
+		 * would pay for arming and cancelling a receive for nothing). */
+		t->rx_direct = 1;
+		t->rx_probation = (uint8_t)rs_rt.cfg.v[RS_K_ARM_AFTER];
+	}
 	rs_ring_lock(r);
 	/* Owned before it is published: a racing thread that finds it locks
 	 * this ring and waits for us. */
@@ -1129,11 +1146,18 @@ ssize_t rs_tcp_recv(struct rs_tcp *t, const struct iovec *iov, int iovcnt, int f
 			continue;
 		}
 		if (t->rx_direct) {
-			/* small read on a bulk reader: still the kernel's data */
+			/* small read on a bulk reader, or a new socket's: still the
+			 * kernel's data */
 			struct msghdr m = { .msg_iov = (struct iovec *)iov, .msg_iovlen = (size_t)iovcnt };
 			long n = rs_syscall(SYS_recvmsg, t->fd, &m, flags | MSG_DONTWAIT);
 			if (n == 0 && want && !(flags & MSG_PEEK))
 				t->rx_eof = 1;
+			if (n > 0) {
+				rs_stat_add(RS_C_DIRECT, 1);
+				if (t->rx_probation && !(flags & MSG_PEEK) && --t->rx_probation == 0 &&
+				    r == rs_ring_tls && !t->rx_eof && !t->shut_rd)
+					end_probation(r, t);
+			}
 			return n;
 		}
 		if (!t->recv_armed && !t->throttled)
@@ -1797,12 +1821,10 @@ void rs_tcp_ring_gone(struct rs_ring *r, struct rs_tcp *t)
  * the parent's receive stops taking data ahead of the reader. */
 void rs_tcp_fork_prepare(struct rs_tcp *t)
 {
-	if (t->owner && t->mode == RS_TM_ARMED && !t->rx_direct) {
+	if (t->owner && t->mode == RS_TM_ARMED) {
 		/* From now on the child may read it too: no receive may take its
 		 * data in advance (reads go to the kernel, which reports input). */
-		t->rx_direct = 1;
-		cancel_recv(t->owner, t);
-		rs_ep_sock_rx_direct(t);
+		go_direct(t->owner, t);
 	}
 	if (t->owner == rs_ring_tls && t->owner && (t->tx_cnt || t->send_inflight))
 		rs_ring_wait(t->owner, tx_idle_cond, t, 10000);

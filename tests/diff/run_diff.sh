@@ -1,9 +1,13 @@
 #!/bin/bash
 # run_diff.sh SCENARIO LIBRARY [PRELOAD_FIRST [SOURCE]]
 #
-# Runs SCENARIO four times: plain, under LIBRARY, under LIBRARY with the
-# engine's io_uring treated as missing (RINGSOCK_FEATURES_DISABLE=io_uring,
-# the fallback), and under LIBRARY with RINGSOCK_DISABLE=1.  The
+# Runs SCENARIO six times: plain, under LIBRARY, under LIBRARY with a new
+# socket's multishot receive armed at once (RINGSOCK_ARM_AFTER=0) and after
+# its first read (=1; the default reads a few times through the kernel
+# first, so short scenarios would otherwise rarely reach the engine's
+# receive path or the switch to it), under LIBRARY with the engine's
+# io_uring treated as missing (RINGSOCK_FEATURES_DISABLE=io_uring, the
+# fallback), and under LIBRARY with RINGSOCK_DISABLE=1.  The
 # transcripts (stdout) and exit statuses must be identical.  The run under
 # the library must also show, in its RINGSOCK_STATS report, that the
 # library was loaded and tracked sockets, so the comparison can never pass
@@ -36,6 +40,8 @@ preload="$lib"
 [ -n "$first" ] && preload="$first:$lib"
 run plain
 run under LD_PRELOAD="$preload" RINGSOCK_STATS="$tmp/stats"
+run armnow LD_PRELOAD="$preload" RINGSOCK_ARM_AFTER=0
+run arm1 LD_PRELOAD="$preload" RINGSOCK_ARM_AFTER=1
 run fallback LD_PRELOAD="$preload" RINGSOCK_FEATURES_DISABLE=io_uring
 run disabled LD_PRELOAD="$preload" RINGSOCK_DISABLE=1
 
@@ -45,7 +51,7 @@ if [ "$(cat "$tmp/plain.rc")" = 99 ]; then
 	cat "$tmp/plain.err"
 	exit 1
 fi
-for mode in under fallback disabled; do
+for mode in under armnow arm1 fallback disabled; do
 	if ! cmp -s "$tmp/plain.out" "$tmp/$mode.out" || ! cmp -s "$tmp/plain.rc" "$tmp/$mode.rc"; then
 		echo "$name: transcript differs: plain vs $mode"
 		echo "exit status: plain $(cat "$tmp/plain.rc"), $mode $(cat "$tmp/$mode.rc")"
@@ -55,11 +61,13 @@ for mode in under fallback disabled; do
 		fail=1
 	fi
 done
-if grep -q "ringsock.*\(warning\|error\)" "$tmp/under.err"; then
-	echo "$name: the library complained:"
-	grep "ringsock" "$tmp/under.err" | head -20
-	fail=1
-fi
+for mode in under armnow arm1; do
+	if grep -q "ringsock.*\(warning\|error\)" "$tmp/$mode.err"; then
+		echo "$name: the library complained ($mode):"
+		grep "ringsock" "$tmp/$mode.err" | head -20
+		fail=1
+	fi
+done
 if ! grep -q "tracked=[1-9]" "$tmp/stats" 2>/dev/null; then
 	echo "$name: no RINGSOCK_STATS report with tracked sockets: was the library loaded?"
 	cat "$tmp/stats" 2>/dev/null | head
@@ -76,7 +84,7 @@ if [ -n "$want" ] && [ "$want" -gt 0 ]; then
 	fi
 fi
 if [ $fail = 0 ]; then
-	echo "$name: identical ($(wc -l <"$tmp/plain.out") lines, exit $(cat "$tmp/plain.rc")) plain, under ringsock, with io_uring missing and with RINGSOCK_DISABLE=1"
+	echo "$name: identical ($(wc -l <"$tmp/plain.out") lines, exit $(cat "$tmp/plain.rc")) plain, under ringsock (receives armed after 4 reads, at once, after 1), with io_uring missing and with RINGSOCK_DISABLE=1"
 	sed -n 's/.*: sockets /  sockets /p; s/.*: engine /  engine /p' "$tmp/stats" | head -2
 fi
 exit $fail
