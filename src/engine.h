@@ -165,6 +165,7 @@ struct rs_ring {
 				 * ring are then sliced to 10 ms */
 	uint8_t tr_empty;       /* enters in a row that found nothing so */
 	unsigned sq_sends;      /* send SQEs not yet submitted (one CQE each) */
+	unsigned nrecv;         /* owned sockets with a multishot receive */
 	int drain_ended;        /* a drain job ended: look at the list */
 	unsigned nr_tx_sqes;    /* sends prepared since the last submit */
 	uint64_t prepare_seq;   /* rounds of engine work (watchdog) */
@@ -279,6 +280,7 @@ void *rs_sig_user_handler(int sig);
 void rs_sig_clear(void);     /* before a wait */
 unsigned rs_sig_take(void);  /* after it: RS_SIG_* of handlers that ran */
 int rs_sig_untracked_intr(void); /* a handler not wrapped lacks SA_RESTART */
+int rs_sig_untracked_any(void);  /* a handler is installed not wrapped */
 /* A blocking call's wait was interrupted (hits from rs_sig_take,
  * enter_eintr: io_uring_enter said EINTR, timed: the socket has a
  * timeout): must the call fail with EINTR (1) or go on waiting (0)? */

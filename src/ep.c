@@ -641,10 +641,13 @@ int rs_ep_wait(int epfd, struct epoll_event *evs, int max, int timeout_ms, const
 	 * fetched only when the set became readable. */
 	int ring_mode = 0;
 	if (r && rs_rt.cfg.v[RS_K_WAIT] == 0) {
-		/* only while this thread serves engine sockets: a set of kernel
-		 * fds alone is cheaper to wait on with epoll_wait itself */
+		/* only while this thread's ring will bring something: receives
+		 * armed, or sends to submit.  A set of kernel fds, or of sockets
+		 * that still read through the kernel (new ones), is cheaper to
+		 * wait on with epoll_wait itself (the ring's eventfd is in the
+		 * set, so the ring still wakes it). */
 		rs_ring_lock(r);
-		ring_mode = r->owned != NULL;
+		ring_mode = r->owned != NULL && (r->nrecv || r->txq || r->sq_sends);
 		rs_ring_unlock(r);
 	}
 	for (;;) {
@@ -713,8 +716,20 @@ int rs_ep_wait(int epfd, struct epoll_event *evs, int max, int timeout_ms, const
 			wake = 1;
 		}
 		long k = 0;
-		if (fetch)
-			k = rs_syscall(SYS_epoll_pwait, epfd, evs + n, max - n, ring_mode ? 0 : t_ms, ss, 8);
+		int sleeps = !ring_mode && t_ms != 0;
+		if (sleeps)
+			rs_sig_clear();
+		if (fetch && sleeps) /* a cancellation point, like libc's */
+			k = rs_blocking_syscall(SYS_epoll_pwait, epfd, (long)(evs + n), max - n, t_ms, (long)ss, 8);
+		else if (fetch)
+			k = rs_syscall(SYS_epoll_pwait, epfd, evs + n, max - n, 0, ss, 8);
+		if (k == -EINTR && sleeps && !rs_sig_take() && !rs_sig_untracked_any()) {
+			/* No handler ran: the kernel cut the sleep for io_uring task
+			 * work of this thread, which the program must not see. */
+			if (r)
+				rs_ring_evfd_quiet(r, 1);
+			continue;
+		}
 		if (r && !ring_mode)
 			rs_ring_evfd_quiet(r, 1);
 		if (ring_mode && !k && !n && block) {

@@ -184,7 +184,9 @@ struct ksigaction {
 	uint64_t mask;
 };
 
-int rs_sig_untracked_intr(void)
+/* Is a handler installed that is not wrapped (without SA_RESTART only,
+ * when norestart)? */
+static int untracked(int norestart)
 {
 	for (int sig = 1; sig < RS_NSIG; sig++) {
 		if (sig == SIGKILL || sig == SIGSTOP || (sig >= 32 && sig <= 34))
@@ -198,10 +200,20 @@ int rs_sig_untracked_intr(void)
 			continue;
 		if (ka.handler == (void *)SIG_DFL || ka.handler == (void *)SIG_IGN || rs_sig_is_tramp(ka.handler))
 			continue;
-		if (!(ka.flags & SA_RESTART))
+		if (!norestart || !(ka.flags & SA_RESTART))
 			return 1;
 	}
 	return 0;
+}
+
+int rs_sig_untracked_intr(void)
+{
+	return untracked(1);
+}
+
+int rs_sig_untracked_any(void)
+{
+	return untracked(0);
 }
 
 int rs_sig_interrupted(unsigned h, int enter_eintr, int timed)

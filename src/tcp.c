@@ -288,6 +288,7 @@ void rs_tcp_submit_recv(struct rs_ring *r, struct rs_tcp *t)
 	sqe->buf_group = r->buf.bgid;
 	io_uring_sqe_set_data64(sqe, RS_UD(t, RS_UD_RECV));
 	t->recv_armed = 1;
+	r->nrecv++;
 	t->recv_cancel = 0;
 	t->ops_inflight++;
 }
@@ -1543,6 +1544,7 @@ static void recv_done(struct rs_ring *r, struct rs_tcp *t, struct io_uring_cqe *
 		 * or for no stated reason.  Unless the stream is over or the
 		 * socket stays over its bound, it is armed again. */
 		t->recv_armed = 0;
+		r->nrecv--;
 		t->ops_inflight--;
 		if (!t->on_rearm && t->mode == RS_TM_ARMED && !t->closing && !t->throttled &&
 		    !t->rx_stop && !t->rx_eof && !t->rx_err && !t->rx_direct && !t->shut_rd) {
@@ -1872,8 +1874,11 @@ void rs_engine_fork_release_detached(int child)
 void rs_tcp_fork_child(struct rs_tcp *t)
 {
 	struct rs_ring *r = t->owner;
-	if (r)
+	if (r) {
 		owned_unlink(r, t);
+		if (t->recv_armed)
+			r->nrecv--;
+	}
 	t->owner = NULL;
 	pthread_mutex_init(&t->mu, NULL);
 	RS_STORE(t->mode, RS_TM_DETACHED);

@@ -3,7 +3,8 @@
 #
 # Runs SCENARIO six times: plain, under LIBRARY, under LIBRARY with a new
 # socket's multishot receive armed at once (RINGSOCK_ARM_AFTER=0) and after
-# its first read (=1; the default reads a few times through the kernel
+# its first read (=1, with epoll_wait sleeping in epoll_pwait:
+# RINGSOCK_WAIT=epoll; the default reads a few times through the kernel
 # first, so short scenarios would otherwise rarely reach the engine's
 # receive path or the switch to it), under LIBRARY with the engine's
 # io_uring treated as missing (RINGSOCK_FEATURES_DISABLE=io_uring, the
@@ -41,7 +42,7 @@ preload="$lib"
 run plain
 run under LD_PRELOAD="$preload" RINGSOCK_STATS="$tmp/stats"
 run armnow LD_PRELOAD="$preload" RINGSOCK_ARM_AFTER=0
-run arm1 LD_PRELOAD="$preload" RINGSOCK_ARM_AFTER=1
+run arm1 LD_PRELOAD="$preload" RINGSOCK_ARM_AFTER=1 RINGSOCK_WAIT=epoll
 run fallback LD_PRELOAD="$preload" RINGSOCK_FEATURES_DISABLE=io_uring
 run disabled LD_PRELOAD="$preload" RINGSOCK_DISABLE=1
 
@@ -84,7 +85,7 @@ if [ -n "$want" ] && [ "$want" -gt 0 ]; then
 	fi
 fi
 if [ $fail = 0 ]; then
-	echo "$name: identical ($(wc -l <"$tmp/plain.out") lines, exit $(cat "$tmp/plain.rc")) plain, under ringsock (receives armed after 4 reads, at once, after 1), with io_uring missing and with RINGSOCK_DISABLE=1"
+	echo "$name: identical ($(wc -l <"$tmp/plain.out") lines, exit $(cat "$tmp/plain.rc")) plain, under ringsock (receives armed after 4 reads, at once, after 1 with WAIT=epoll), with io_uring missing and with RINGSOCK_DISABLE=1"
 	sed -n 's/.*: sockets /  sockets /p; s/.*: engine /  engine /p' "$tmp/stats" | head -2
 fi
 exit $fail
