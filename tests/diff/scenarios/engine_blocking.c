@@ -262,16 +262,6 @@ int main(void)
 	{
 		int c2, s2;
 		tcp_pair(&c2, &s2);
-		/* SO_RCVTIMEO ends a wait in the ring */
-		struct timeval tmo = { 0, 100000 };
-		setsockopt(s2, SOL_SOCKET, SO_RCVTIMEO, &tmo, sizeof(tmo));
-		send(s2, "ab", 2, 0);
-		send(s2, "cd", 2, 0);
-		R("recv queued, SO_RCVTIMEO 100 ms", recv(s2, buf, sizeof(buf), 0));
-		show("  peer got", buf, recv(c2, buf, 4, MSG_WAITALL));
-		close(c2);
-		close(s2);
-		tcp_pair(&c2, &s2);
 		size_t n = 8 << 20;
 		char *big = malloc(n);
 		fill_pattern(big, n, 7);
@@ -290,16 +280,6 @@ int main(void)
 	 * it with what was taken. */
 	{
 		int c2, s2;
-		tcp_pair(&c2, &s2);
-		/* SO_RCVTIMEO ends a wait in the ring */
-		struct timeval tmo = { 0, 100000 };
-		setsockopt(s2, SOL_SOCKET, SO_RCVTIMEO, &tmo, sizeof(tmo));
-		send(s2, "ab", 2, 0);
-		send(s2, "cd", 2, 0);
-		R("recv queued, SO_RCVTIMEO 100 ms", recv(s2, buf, sizeof(buf), 0));
-		show("  peer got", buf, recv(c2, buf, 4, MSG_WAITALL));
-		close(c2);
-		close(s2);
 		tcp_pair(&c2, &s2);
 		size_t n = 32 << 20;
 		char *big = malloc(n);
