@@ -46,6 +46,7 @@ struct rs_epreg {
 	};
 	uint8_t on_ready, edge, disabled, engine;
 	uint8_t kout;            /* the kernel watches EPOLLOUT (engine socket) */
+	uint32_t kev;            /* the events the kernel watches for it now */
 };
 
 struct rs_ep {
@@ -217,6 +218,31 @@ static long real_ctl(int epfd, int op, int fd, uint32_t events, uint64_t data)
 	return rs_syscall(SYS_epoll_ctl, epfd, op, fd, &ev);
 }
 
+/* ADD or MOD of a socket's registration, the cookie as data. */
+static long reg_ctl(struct rs_epreg *g, int op, uint32_t events)
+{
+	long e = real_ctl(g->ep->epfd, op, g->fd, events, (uint64_t)(uintptr_t)g);
+	if (e == 0)
+		g->kev = events;
+	return e;
+}
+
+/* Make the kernel watch what kernel_events says, unless it watches that
+ * already, or that plus EPOLLOUT edges (harmless: an engine socket's
+ * EPOLLOUT from the kernel only says its buffer has room). */
+static void reg_sync(struct rs_epreg *g)
+{
+	uint32_t want = kernel_events(g);
+	if (g->kev == want)
+		return;
+	if ((g->kev & EPOLLET) && (g->kev & EPOLLOUT) && !(want & EPOLLOUT) && g->engine &&
+	    (g->kev & ~(uint32_t)EPOLLOUT) == want) {
+		g->kout = 1;
+		return;
+	}
+	reg_ctl(g, EPOLL_CTL_MOD, want);
+}
+
 static int engine_mode(struct rs_sock *s)
 {
 	struct rs_tcp *t = atomic_load(&s->eng);
@@ -231,10 +257,13 @@ static int ctl_sock(struct rs_ep *ep, int op, int fd, struct rs_sock *s, struct 
 		return -EFAULT;
 	if (op == EPOLL_CTL_ADD && ((events & EPOLLEXCLUSIVE) || ep->nested))
 		rs_tcp_before_kernel(s, fd, RINGSOCK_PT_EPOLL), rs_tcp_passthrough(s, RINGSOCK_PT_EPOLL);
-	/* Arm it here when it can be served (this thread will wait for it). */
+	/* Arm it here when it can be served (this thread will wait for it);
+	 * a new nonblocking socket, which reads through the kernel first
+	 * anyway (RINGSOCK_ARM_AFTER), at its first read or send instead, so
+	 * an idle connection costs no engine state. */
 	struct rs_tcp *t = NULL;
 	if (op != EPOLL_CTL_DEL && !s->no_engine)
-		t = rs_tcp_enter(s, fd, 1);
+		t = rs_tcp_enter(s, fd, !(s->nonblock && rs_rt.cfg.v[RS_K_ARM_AFTER]));
 	rs_mutex_lock(&ctl_lock);
 	struct rs_epreg *g = byfd_get(ep, fd);
 	long e;
@@ -260,7 +289,7 @@ static int ctl_sock(struct rs_ep *ep, int op, int fd, struct rs_sock *s, struct 
 		g->events = events;
 		g->data = ev->data.u64;
 		g->engine = engine_mode(s);
-		e = real_ctl(ep->epfd, op, fd, kernel_events(g), (uint64_t)(uintptr_t)g);
+		e = reg_ctl(g, op, kernel_events(g));
 		if (e < 0 || byfd_set(ep, fd, g) < 0) {
 			if (e >= 0)
 				real_ctl(ep->epfd, EPOLL_CTL_DEL, fd, 0, 0);
@@ -285,7 +314,7 @@ static int ctl_sock(struct rs_ep *ep, int op, int fd, struct rs_sock *s, struct 
 			uint64_t old_data = g->data;
 			g->events = events;
 			g->data = ev->data.u64;
-			e = real_ctl(ep->epfd, op, fd, kernel_events(g), (uint64_t)(uintptr_t)g);
+			e = reg_ctl(g, op, kernel_events(g));
 			if (e < 0) {
 				g->events = old_ev;
 				g->data = old_data;
@@ -380,7 +409,7 @@ void rs_ep_sock_armed(struct rs_tcp *t)
 	rs_mutex_lock(&ctl_lock);
 	for (struct rs_epreg *g = t->sock->regs; g; g = g->sock_next) {
 		g->engine = 1;
-		real_ctl(g->ep->epfd, EPOLL_CTL_MOD, g->fd, kernel_events(g), (uint64_t)(uintptr_t)g);
+		reg_sync(g);
 	}
 	rs_mutex_unlock(&ctl_lock);
 	rs_ep_sock_changed(t);
@@ -391,7 +420,7 @@ void rs_ep_sock_rx_direct(struct rs_tcp *t)
 	rs_mutex_lock(&ctl_lock);
 	for (struct rs_epreg *g = t->sock->regs; g; g = g->sock_next)
 		if (g->engine)
-			real_ctl(g->ep->epfd, EPOLL_CTL_MOD, g->fd, kernel_events(g), (uint64_t)(uintptr_t)g);
+			reg_sync(g);
 	rs_mutex_unlock(&ctl_lock);
 }
 
@@ -402,7 +431,7 @@ void rs_ep_sock_kfull(struct rs_tcp *t)
 	rs_mutex_lock(&ctl_lock);
 	for (struct rs_epreg *g = t->sock->regs; g; g = g->sock_next)
 		if (g->engine && !g->kout)
-			real_ctl(g->ep->epfd, EPOLL_CTL_MOD, g->fd, kernel_events(g), (uint64_t)(uintptr_t)g);
+			reg_sync(g);
 	rs_mutex_unlock(&ctl_lock);
 }
 
@@ -413,7 +442,7 @@ void rs_ep_sock_detached(struct rs_tcp *t)
 		g->engine = 0;
 		uint32_t ev = g->disabled ? (g->events & ~(EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLPRI))
 					  : g->events;
-		real_ctl(g->ep->epfd, EPOLL_CTL_MOD, g->fd, ev, (uint64_t)(uintptr_t)g);
+		reg_ctl(g, EPOLL_CTL_MOD, ev);
 	}
 	rs_mutex_unlock(&ctl_lock);
 	rs_ep_sock_changed(t);
