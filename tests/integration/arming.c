@@ -1,0 +1,104 @@
+/* arming: when does the engine take a new nonblocking socket on?  An
+ * epoll server in this process accepts one connection from a forked
+ * client, registers it (EPOLLIN|EPOLLET), then answers ROUNDS requests.
+ * Counters from ringsock_stats_snapshot (this process only; the client's
+ * are its own) say, after the registration, whether the socket is served
+ * by the engine yet, and for each read whether it went to the kernel
+ * ("kernel": the direct counter moved) or was answered from the engine's
+ * queue ("engine": calls_nosys moved).  Prints one line per fact;
+ * arming.sh compares them with what RINGSOCK_ARM_AFTER promises. */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <dlfcn.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <ringsock.h>
+
+static int (*snap)(struct ringsock_stats *);
+
+static struct ringsock_stats now(void)
+{
+	struct ringsock_stats st;
+	memset(&st, 0, sizeof(st));
+	st.size = sizeof(st);
+	if (snap(&st) != 0) {
+		fprintf(stderr, "arming: snapshot failed\n");
+		exit(1);
+	}
+	return st;
+}
+
+static void die(const char *what)
+{
+	perror(what);
+	exit(1);
+}
+
+int main(int argc, char **argv)
+{
+	int rounds = argc > 1 ? atoi(argv[1]) : 8;
+	snap = (int (*)(struct ringsock_stats *))dlsym(RTLD_DEFAULT, "ringsock_stats_snapshot");
+	if (!snap) {
+		printf("ringsock not loaded\n");
+		return 1;
+	}
+	int l = socket(AF_INET, SOCK_STREAM, 0);
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t alen = sizeof(a);
+	if (l < 0 || bind(l, (struct sockaddr *)&a, sizeof(a)) < 0 || listen(l, 4) < 0 ||
+	    getsockname(l, (struct sockaddr *)&a, &alen) < 0)
+		die("listen");
+	pid_t child = fork();
+	if (child < 0)
+		die("fork");
+	if (child == 0) { /* the client: a request, then wait for the answer */
+		close(l);
+		int c = socket(AF_INET, SOCK_STREAM, 0);
+		if (connect(c, (struct sockaddr *)&a, sizeof(a)) < 0)
+			_exit(1);
+		char b[8];
+		for (int i = 0; i < rounds; i++)
+			if (send(c, "req", 3, 0) != 3 || recv(c, b, 3, MSG_WAITALL) != 3)
+				_exit(1);
+		close(c);
+		_exit(0);
+	}
+	int s = accept4(l, NULL, NULL, SOCK_NONBLOCK);
+	if (s < 0)
+		die("accept4");
+	int ep = epoll_create1(0);
+	struct epoll_event ev = { .events = EPOLLIN | EPOLLET, .data.fd = s };
+	if (epoll_ctl(ep, EPOLL_CTL_ADD, s, &ev) < 0)
+		die("epoll_ctl");
+	printf("registered: accelerated %llu\n", (unsigned long long)now().sockets_accelerated);
+	for (int i = 0; i < rounds; i++) {
+		if (epoll_wait(ep, &ev, 1, 10000) != 1)
+			die("epoll_wait");
+		char b[8];
+		struct ringsock_stats before = now();
+		ssize_t n = read(s, b, sizeof(b));
+		struct ringsock_stats after = now();
+		if (n != 3)
+			die("read");
+		const char *from = after.direct > before.direct       ? "kernel"
+				   : after.calls_nosys > before.calls_nosys ? "engine"
+									    : "?";
+		printf("read %d: %s, accelerated %llu\n", i + 1, from,
+		       (unsigned long long)after.sockets_accelerated);
+		if (send(s, "ans", 3, 0) != 3)
+			die("send");
+	}
+	int status;
+	waitpid(child, &status, 0);
+	printf("client %s\n", WIFEXITED(status) && WEXITSTATUS(status) == 0 ? "ok" : "failed");
+	close(s);
+	close(l);
+	return 0;
+}
