@@ -31,12 +31,52 @@ RS_EXPORT pid_t fork(void)
 }
 
 /* Called by vfork.S before it jumps to libc's vfork; nothing may be left
- * on the stack, and the child must not run engine code. */
+ * on the stack.  The child runs in our memory until it execs or exits:
+ * from here on, every call it makes is passed straight through
+ * (rs_in_vfork_child). */
 RS_HIDDEN void rs_vfork_prepare(void);
 void rs_vfork_prepare(void)
 {
 	count_process();
-	rs_runtime_before_exec(); /* the child will exec or _exit */
+	rs_runtime_before_spawn(1);
+}
+
+/* libc's posix_spawn, system and popen make their child with
+ * clone(CLONE_VM|CLONE_VFORK) and run only libc's internal calls in it:
+ * nothing of ours runs in the child, but it may take our sockets into the
+ * program it runs. */
+static void before_spawn(void)
+{
+	count_process();
+	if (rs_enter())
+		rs_runtime_before_spawn(0);
+}
+
+RS_EXPORT int posix_spawn(pid_t *pid, const char *path, const posix_spawn_file_actions_t *fa,
+			  const posix_spawnattr_t *attr, char *const argv[], char *const envp[])
+{
+	before_spawn();
+	return REAL(posix_spawn)(pid, path, fa, attr, argv, envp);
+}
+
+RS_EXPORT int posix_spawnp(pid_t *pid, const char *file, const posix_spawn_file_actions_t *fa,
+			   const posix_spawnattr_t *attr, char *const argv[], char *const envp[])
+{
+	before_spawn();
+	return REAL(posix_spawnp)(pid, file, fa, attr, argv, envp);
+}
+
+RS_EXPORT int system(const char *cmd)
+{
+	if (cmd) /* system(NULL) only asks whether a shell exists */
+		before_spawn();
+	return REAL(system)(cmd);
+}
+
+RS_EXPORT FILE *popen(const char *cmd, const char *mode)
+{
+	before_spawn();
+	return REAL(popen)(cmd, mode);
 }
 
 static void before_exec(void)

@@ -148,6 +148,40 @@ RS_HIDDEN sighandler_t rs_fb_sysv_signal(int sig, sighandler_t h);
 RS_HIDDEN sighandler_t rs_fb_sigset(int sig, sighandler_t h);
 RS_HIDDEN int rs_fb_siginterrupt(int sig, int flag);
 
+/* Spawning before libc's calls are resolved (another library's
+ * constructor) is refused: nothing of the library runs yet to protect. */
+static int rs_fb_posix_spawn(pid_t *pid, const char *path, const posix_spawn_file_actions_t *fa,
+			     const posix_spawnattr_t *attr, char *const argv[], char *const envp[])
+{
+	(void)pid, (void)path, (void)fa, (void)attr, (void)argv, (void)envp;
+	return ENOSYS;
+}
+#define rs_fb_posix_spawnp rs_fb_posix_spawn
+
+static int rs_fb_system(const char *cmd)
+{
+	(void)cmd;
+	errno = ENOSYS;
+	return -1;
+}
+
+static FILE *rs_fb_popen(const char *cmd, const char *mode)
+{
+	(void)cmd, (void)mode;
+	errno = ENOSYS;
+	return NULL;
+}
+
+static long rs_fb_syscall(long nr, ...)
+{
+	va_list ap;
+	va_start(ap, nr);
+	long a = va_arg(ap, long), b = va_arg(ap, long), c = va_arg(ap, long);
+	long d = va_arg(ap, long), e = va_arg(ap, long), f = va_arg(ap, long);
+	va_end(ap);
+	return rs_ret(rs_syscall(nr, a, b, c, d, e, f));
+}
+
 RS_HIDDEN pid_t rs_fb_vfork(void);
 pid_t rs_fb_vfork(void)
 {

@@ -236,6 +236,12 @@ void rs_engine_before_fork(void);
 void rs_engine_after_fork_parent(void);
 void rs_engine_after_fork_child(void);
 void rs_engine_flush_all(void); /* exec and exit: queued sends reach the kernel */
+void rs_engine_before_spawn(void); /* vfork, posix_spawn: the same, and no read-ahead */
+/* The program can reach its sockets in a way the engine cannot see (it set
+ * up an io_uring of its own): every armed socket leaves the engine, and
+ * none is armed from now on; reason is a RINGSOCK_PT_* value. */
+void rs_engine_refuse_all(int reason);
+extern int rs_engine_refuse; /* 0, or why no socket is armed any more */
 void rs_engine_watchdog(void);  /* drain thread: sends queued by a blocked owner */
 
 /* user_data: pointer | op (low 3 bits). */
@@ -418,6 +424,8 @@ void rs_tcp_process_detach(struct rs_ring *r, struct rs_tcp *t);
 void rs_tcp_ring_gone(struct rs_ring *r, struct rs_tcp *t); /* thread exit */
 void rs_tcp_drains_ended(struct rs_ring *r);   /* after an RS_UD_DRAIN */
 void rs_tcp_fork_prepare(struct rs_tcp *t);
+void rs_tcp_spawn_prepare(struct rs_tcp *t); /* another process may read it */
+void rs_tcp_leave_all(struct rs_ring *r, int reason);
 void rs_tcp_fork_child(struct rs_tcp *t);
 size_t rs_tcp_flush_direct(struct rs_tcp *t); /* write queued sends with syscalls */
 void rs_tcp_flush_queued(struct rs_ring *r);  /* r's send queue, nonblocking, not by its owner */

@@ -154,9 +154,25 @@ extern struct rs_runtime rs_rt;
  * envp is the process environment.  Returns 0, or exits the process when
  * RINGSOCK_STRICT=1 and a knob is bad. */
 void rs_runtime_init(char *const *envp, int secure);
+
+/* vfork children.  A child made by vfork() (or clone(CLONE_VM|CLONE_VFORK))
+ * runs in the parent's memory, on the parent thread's TLS, until it execs
+ * or exits: nothing it calls may change the library's records or touch
+ * the parent's rings.  The thread that is about to vfork sets this word
+ * (rs_runtime_before_spawn); while it is set, the library asks the kernel
+ * who is calling: another pid is the child, which gets pure pass-through;
+ * our own pid is the parent after the child has gone, which clears it. */
+extern RS_TLS int rs_vfork_pending;
+int rs_vfork_child_slow(void);
+static inline int rs_in_vfork_child(void)
+{
+	return rs_unlikely(rs_vfork_pending) && rs_vfork_child_slow();
+}
+/* The library serves this caller (initialised, and not a vfork child). */
 static inline int rs_ready(void)
 {
-	return atomic_load_explicit(&rs_rt.state, memory_order_acquire) == RS_ST_READY;
+	return atomic_load_explicit(&rs_rt.state, memory_order_acquire) == RS_ST_READY &&
+	       !rs_in_vfork_child();
 }
 /* Is (domain, type) a socket the engine would serve? */
 int rs_sock_eligible(int domain, int type, int protocol);
@@ -166,6 +182,11 @@ void rs_runtime_before_fork(void);
 void rs_runtime_after_fork_parent(void);
 void rs_runtime_before_exec(void);
 void rs_runtime_before_exit(void);
+/* A child that shares this process's memory is about to be made (vfork,
+ * posix_spawn, system, popen): it may take our sockets into a program we
+ * do not see, so queued sends reach the kernel first and no receive reads
+ * ahead of a reader from now on. */
+void rs_runtime_before_spawn(int vfork);
 void rs_stats_setup(void);       /* stats.c: open the report target */
 void rs_stats_setup_child(void); /* stats.c: after fork */
 

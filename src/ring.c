@@ -46,6 +46,10 @@ static void atfork_parent(void)
 
 static void atfork_child(void)
 {
+	/* also for forks made inside libc (daemon()), which do not go
+	 * through our fork() */
+	rs_vfork_pending = 0;
+	rs_rt.pid = rs_sys_getpid();
 	rs_drain_after_fork(1);
 	rs_engine_fork_release_detached(1);
 	rs_engine_after_fork_child();
@@ -144,8 +148,13 @@ struct rs_ring *rs_ring_get(void)
 	rs_mutex_lock(&all_lock);
 	for (r = all_rings; r && !__atomic_load_n(&r->dead, __ATOMIC_ACQUIRE); r = r->all_next)
 		;
-	if (r)
-		__atomic_store_n(&r->dead, 0, __ATOMIC_RELAXED); /* claimed */
+	if (r) {
+		/* Claimed, and locked until the new ring is in place: a walk
+		 * over all rings (fork, exit, the watchdog) that sees it alive
+		 * must not find it half built. */
+		rs_ring_lock(r);
+		__atomic_store_n(&r->dead, 0, __ATOMIC_RELEASE);
+	}
 	rs_mutex_unlock(&all_lock);
 	int fresh = r == NULL;
 	if (fresh) {
@@ -164,13 +173,16 @@ struct rs_ring *rs_ring_get(void)
 		if (fresh) {
 			free(r);
 		} else {
-			r->dead = 1;
+			__atomic_store_n(&r->dead, 1, __ATOMIC_RELEASE);
+			rs_ring_unlock(r);
 		}
 		return NULL;
 	}
 	r->tid = (int)rs_syscall(SYS_gettid, 0);
 	r->frag.chunk_size = rs_rt.cfg.v[RS_K_HIGH_ORDER_ALLOC_DISABLE] ? 4096 : 32768;
 	r->send_batch = (unsigned)rs_rt.cfg.v[RS_K_SEND_BATCH];
+	if (!fresh)
+		rs_ring_unlock(r);
 	if (fresh) {
 		rs_mutex_lock(&all_lock);
 		r->all_next = all_rings;
@@ -549,7 +561,8 @@ void rs_engine_watchdog(void)
 		if (pthread_mutex_trylock(&r->lock) != 0)
 			continue; /* its owner is running engine code */
 		rs_tsan_acquire(&r->lock);
-		if (!r->dead && r->txq && r->prepare_seq == r->watch_seq) {
+		if (!__atomic_load_n(&r->dead, __ATOMIC_ACQUIRE) && r->txq &&
+		    r->prepare_seq == r->watch_seq) {
 			rs_ring_reap(r);
 			rs_tcp_flush_queued(r);
 		}
@@ -561,6 +574,24 @@ void rs_engine_watchdog(void)
 
 /* ---- fork, exec, exit ---------------------------------------------------- */
 
+/* Lock r if its owner thread is alive (all_lock held).  Whether it is
+ * alive is read under r's lock: a thread that exits tears its ring down
+ * with the lock held and marks it dead last, so a ring seen alive before
+ * the lock is taken may be gone once it is (rs_engine_thread_exit).  A
+ * dead record cannot come back to life meanwhile: claiming one takes
+ * all_lock. */
+static int lock_live(struct rs_ring *r)
+{
+	if (__atomic_load_n(&r->dead, __ATOMIC_ACQUIRE))
+		return 0;
+	rs_ring_lock(r);
+	if (__atomic_load_n(&r->dead, __ATOMIC_ACQUIRE)) {
+		rs_ring_unlock(r);
+		return 0;
+	}
+	return 1;
+}
+
 void rs_engine_before_fork(void)
 {
 	if (!rs_engine_on)
@@ -568,9 +599,8 @@ void rs_engine_before_fork(void)
 	struct rs_ring *mine = rs_ring_tls;
 	rs_mutex_lock(&all_lock);
 	for (struct rs_ring *r = all_rings; r; r = r->all_next) {
-		if (r->dead)
+		if (!lock_live(r))
 			continue;
-		rs_ring_lock(r);
 		if (r == mine)
 			rs_ring_progress(r);
 		else
@@ -626,21 +656,22 @@ static int tx_idle(void *arg)
 	return !r->txq;
 }
 
-void rs_engine_flush_all(void)
+/* Every ring's queued sends reach the kernel (or the drain thread); with
+ * spawn, no receive of any ring reads ahead from now on.  Then what the
+ * drain thread has: a peer that stopped reading gets 10 s in all. */
+static void flush_rings(const char *why, int spawn)
 {
-	if (!rs_engine_on)
-		return;
 	struct rs_ring *mine = rs_ring_tls;
 	rs_mutex_lock(&all_lock);
 	for (struct rs_ring *r = all_rings; r; r = r->all_next) {
-		if (r->dead)
+		if (!lock_live(r))
 			continue;
-		rs_ring_lock(r);
+		if (spawn)
+			for (struct rs_tcp *t = r->owned; t; t = t->next)
+				rs_tcp_spawn_prepare(t);
 		if (r == mine) {
-			/* Accepted data reaches the kernel before the process
-			 * image goes; a peer that stopped reading gets 10 s. */
 			if (rs_ring_wait(r, tx_idle, r, 10000) == -ETIME)
-				rs_warn("exit: sends to a peer that is not reading were still queued after 10 s");
+				rs_warn("%s: sends to a peer that is not reading were still queued after 10 s", why);
 		} else {
 			rs_ring_reap(r);
 			for (struct rs_tcp *t = r->owned; t; t = t->next)
@@ -649,8 +680,42 @@ void rs_engine_flush_all(void)
 		rs_ring_unlock(r);
 	}
 	rs_mutex_unlock(&all_lock);
-	/* and what the drain thread still has, in the same 10 s spirit */
 	if (rs_drain_wait_all(10000) < 0)
-		rs_warn("exit: sends to a peer that is not reading were still draining after 10 s");
+		rs_warn("%s: sends to a peer that is not reading were still draining after 10 s", why);
+}
+
+void rs_engine_flush_all(void)
+{
+	if (!rs_engine_on)
+		return;
+	/* Accepted data reaches the kernel before the process image goes. */
+	flush_rings("exit", 0);
 	rs_drain_stop(); /* idle now: nothing runs beside the exit handlers */
+}
+
+int rs_engine_refuse;
+
+void rs_engine_refuse_all(int reason)
+{
+	if (!rs_engine_on)
+		return;
+	int expect = 0;
+	if (!__atomic_compare_exchange_n(&rs_engine_refuse, &expect, reason, 0, __ATOMIC_ACQ_REL,
+					 __ATOMIC_ACQUIRE))
+		return; /* done once */
+	rs_info("the program set up an io_uring of its own: its sockets leave the engine");
+	rs_mutex_lock(&all_lock);
+	for (struct rs_ring *r = all_rings; r; r = r->all_next) {
+		if (!lock_live(r))
+			continue;
+		rs_tcp_leave_all(r, reason);
+		rs_ring_unlock(r);
+	}
+	rs_mutex_unlock(&all_lock);
+}
+
+void rs_engine_before_spawn(void)
+{
+	if (rs_engine_on)
+		flush_rings("spawn", 1);
 }

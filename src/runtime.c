@@ -105,6 +105,7 @@ void rs_runtime_after_fork_parent(void)
 
 void rs_runtime_atfork_child(void)
 {
+	rs_vfork_pending = 0; /* a new process, not a vfork child */
 	if (!rs_ready())
 		return;
 	rs_rt.pid = rs_sys_getpid();
@@ -112,12 +113,33 @@ void rs_runtime_atfork_child(void)
 	rs_stats_setup_child();
 }
 
-void rs_runtime_before_exec(void)
+RS_TLS int rs_vfork_pending;
+
+int rs_vfork_child_slow(void)
+{
+	if (rs_sys_getpid() != rs_rt.pid)
+		return 1;
+	/* The parent, after the child exec'd or exited. */
+	rs_vfork_pending = 0;
+	return 0;
+}
+
+void rs_runtime_before_spawn(int vfork)
 {
 	if (!rs_ready() || rs_rt.passthrough)
 		return;
-	/* A vfork child shares our memory: the parent flushed already. */
-	if (rs_sys_getpid() != rs_rt.pid)
+	/* Sockets open now may be open in the child too (fork does the same
+	 * from its pthread_atfork handler). */
+	__atomic_add_fetch(&rs_fork_gen, 1, __ATOMIC_RELAXED);
+	rs_engine_before_spawn();
+	if (vfork)
+		rs_vfork_pending = 1;
+}
+
+void rs_runtime_before_exec(void)
+{
+	/* (a vfork child is not rs_ready(): the parent flushed already) */
+	if (!rs_ready() || rs_rt.passthrough)
 		return;
 	/* Accepted bytes reach the kernel before the image is replaced. */
 	rs_engine_flush_all();
@@ -125,10 +147,8 @@ void rs_runtime_before_exec(void)
 
 void rs_runtime_before_exit(void)
 {
+	/* (a vfork child is not rs_ready(): it must not report or flush) */
 	if (!rs_ready() || rs_rt.secure)
-		return;
-	/* A vfork child shares our memory: it must not report or flush. */
-	if (rs_sys_getpid() != rs_rt.pid)
 		return;
 	if (!rs_rt.passthrough)
 		rs_engine_flush_all();

@@ -118,7 +118,7 @@ static const char *const fam_names[RINGSOCK_FAM_COUNT] = {
 static const char *const dom_names[RINGSOCK_DOM_COUNT] = { "inet", "inet6", "unix", "other" };
 static const char *const pt_names[RINGSOCK_PT_COUNT] = {
 	"engine_off", "disabled", "no_io_uring", "table_full", "udp", "listener",
-	"thread", "dup", "fork", "option", "epoll", "blocking",
+	"thread", "dup", "fork", "option", "epoll", "blocking", "uring", "urgent",
 };
 
 int rs_stats_format(char *buf, size_t len)
@@ -264,7 +264,7 @@ __attribute__((visibility("default"))) int ringsock_stats_snapshot(struct ringso
 	size_t n = out->size - hdr;
 	if (n > sizeof(c))
 		n = sizeof(c);
-	out->version = 3;
+	out->version = 4;
 	memcpy((char *)out + hdr, c, n & ~(sizeof(uint64_t) - 1));
 	return 0;
 }

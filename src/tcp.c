@@ -354,6 +354,11 @@ static int connected(struct rs_sock *s, int fd)
 
 static struct rs_tcp *arm(struct rs_sock *s, int fd)
 {
+	int refuse = __atomic_load_n(&rs_engine_refuse, __ATOMIC_ACQUIRE);
+	if (refuse) {
+		rs_tcp_passthrough(s, refuse);
+		return NULL;
+	}
 	if (s->type != SOCK_STREAM) {
 		rs_tcp_passthrough(s, RINGSOCK_PT_UDP);
 		return NULL;
@@ -406,8 +411,12 @@ static struct rs_tcp *arm(struct rs_sock *s, int fd)
 	 * this ring and waits for us. */
 	__atomic_store_n(&t->owner, r, __ATOMIC_RELEASE);
 	struct rs_tcp *expect = NULL;
-	if (!atomic_compare_exchange_strong(&s->eng, &expect, t)) {
-		/* Lost a race with another thread arming it. */
+	if ((refuse = __atomic_load_n(&rs_engine_refuse, __ATOMIC_ACQUIRE)) != 0 ||
+	    !atomic_compare_exchange_strong(&s->eng, &expect, t)) {
+		/* Lost a race with another thread arming it, or with
+		 * rs_engine_refuse_all (which walks the rings under their locks). */
+		if (refuse)
+			rs_tcp_passthrough(s, refuse);
 		rs_ring_unlock(r);
 		atomic_fetch_sub(&s->refs, 1);
 		pthread_mutex_destroy(&t->mu);
@@ -591,6 +600,22 @@ void rs_tcp_detach_self(struct rs_tcp *t, int reason)
 	rs_tcp_process_detach(r, t);
 	rs_ring_wait(r, detached_cond, t, -1);
 	/* Still hold r's lock; the caller's unlock releases it. */
+}
+
+/* Every socket armed on r leaves the engine (r's lock held): the program
+ * has a way to reach them that the engine cannot see. */
+void rs_tcp_leave_all(struct rs_ring *r, int reason)
+{
+	for (;;) {
+		struct rs_tcp *t = r->owned;
+		while (t && (t->mode != RS_TM_ARMED || t->closing))
+			t = t->next;
+		if (!t)
+			return;
+		/* (the owner waits here until t is off the ring, so the walk
+		 * starts again from the head) */
+		rs_tcp_detach_self(t, reason);
+	}
 }
 
 /* ---- entering ---------------------------------------------------------------- */
@@ -1821,13 +1846,18 @@ void rs_tcp_ring_gone(struct rs_ring *r, struct rs_tcp *t)
 /* Before fork (all ring locks held): received data the engine holds moves
  * to shared memory, so the parent and the child read each byte once, and
  * the parent's receive stops taking data ahead of the reader. */
-void rs_tcp_fork_prepare(struct rs_tcp *t)
+void rs_tcp_spawn_prepare(struct rs_tcp *t)
 {
 	if (t->owner && t->mode == RS_TM_ARMED) {
 		/* From now on the child may read it too: no receive may take its
 		 * data in advance (reads go to the kernel, which reports input). */
 		go_direct(t->owner, t);
 	}
+}
+
+void rs_tcp_fork_prepare(struct rs_tcp *t)
+{
+	rs_tcp_spawn_prepare(t);
 	if (t->owner == rs_ring_tls && t->owner && (t->tx_cnt || t->send_inflight))
 		rs_ring_wait(t->owner, tx_idle_cond, t, 10000);
 	else if (t->owner && !t->send_inflight)
