@@ -45,6 +45,7 @@ enum rs_feature_bit {
 	RS_FEAT_BUNDLE = 1u << 8,
 	RS_FEAT_BUF_INC = 1u << 9,
 	RS_FEAT_SEND_ZC = 1u << 10,
+	RS_FEAT_RECV_CAP = 1u << 11, /* a byte cap on a multishot receive (6.17+) */
 };
 
 #define RS_STR_KNOB_MAX 512

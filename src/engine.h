@@ -369,6 +369,11 @@ struct rs_tcp {
 				   * direct send: writability is the kernel's */
 	uint8_t rx_direct;        /* bulk reader: no multishot receive, reads go
 				   * straight to the kernel, which reports input */
+	uint8_t rx_starved;       /* its multishot receive ended for want of
+				   * buffers (another socket holds them): until
+				   * it is armed again, reads go to the kernel,
+				   * which reports its input */
+	uint8_t rx_capped;        /* the receive in flight carries a byte cap */
 	uint8_t rx_probation;     /* reads with data left before the multishot
 				   * receive is armed (RINGSOCK_ARM_AFTER) */
 	uint8_t send_inflight;    /* one send in flight at a time */
@@ -382,6 +387,14 @@ struct rs_tcp {
 				   * kernel: errors from before arming) */
 	uint8_t rxc_used;
 };
+
+/* Does the kernel hold this socket's input and report it (reads go to
+ * the kernel): a bulk reader, a new socket still on probation, or one
+ * whose receive is waiting for buffers?  Other threads read it as a hint. */
+static inline int rs_tcp_kernel_input(struct rs_tcp *t)
+{
+	return RS_LOAD(t->rx_direct) || RS_LOAD(t->rx_starved);
+}
 
 /* The socket's engine state with its lock held (release with
  * rs_tcp_unlock), arming it on this thread's ring first if arm is set and

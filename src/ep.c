@@ -188,7 +188,7 @@ static void ready_unlink_all(struct rs_ep *ep, struct rs_epreg *g)
 static int rx_direct(struct rs_epreg *g)
 {
 	struct rs_tcp *t = g->s ? atomic_load(&g->s->eng) : NULL;
-	return t && RS_LOAD(t->rx_direct);
+	return t && rs_tcp_kernel_input(t);
 }
 
 /* What the kernel watches for a registration: everything for a socket the

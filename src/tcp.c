@@ -275,18 +275,44 @@ static void owned_unlink(struct rs_ring *r, struct rs_tcp *t)
 	t->prev = t->next = NULL;
 }
 
+/* Does the kernel take a byte cap on a multishot receive?  Assumed until
+ * a capped receive fails with EINVAL (kernels before 6.17 reject the
+ * field), then never tried again. */
+static int recv_cap_ok = 1;
+
 void rs_tcp_submit_recv(struct rs_ring *r, struct rs_tcp *t)
 {
 	if (t->recv_armed || t->throttled || t->rx_eof || t->rx_err || t->closing || t->rx_stop ||
 	    t->mode != RS_TM_ARMED || t->shut_rd || t->rx_direct)
 		return;
+	/* The bound on what the engine holds for the socket, as a byte cap
+	 * on the receive itself where the kernel takes one (6.17+): it ends
+	 * when the cap is reached, so within one io_uring_enter a flooded
+	 * socket cannot take more than its share of the buffers. */
+	uint32_t held = t->rx_bufs * r->buf.size, cap = 0;
+	if (__atomic_load_n(&recv_cap_ok, __ATOMIC_RELAXED) &&
+	    !(rs_rt.cfg.v[RS_K_FEATURES_DISABLE] & RS_FEAT_RECV_CAP)) {
+		if (held >= t->rx_limit) {
+			/* re-armed when the reader has caught up (maybe_unthrottle) */
+			t->throttled = 1;
+			rs_stat_add(RS_C_THROTTLED, 1);
+			return;
+		}
+		cap = t->rx_limit - held;
+	}
 	struct io_uring_sqe *sqe = rs_ring_sqe(r);
 	if (!sqe)
 		return;
 	io_uring_prep_recv_multishot(sqe, t->fd, NULL, 0, 0);
 	sqe->flags |= IOSQE_BUFFER_SELECT;
 	sqe->buf_group = r->buf.bgid;
+	sqe->file_index = cap; /* (the union's optlen: the byte cap) */
+	t->rx_capped = cap != 0;
 	io_uring_sqe_set_data64(sqe, RS_UD(t, RS_UD_RECV));
+	if (t->rx_starved) {
+		RS_STORE(t->rx_starved, 0);
+		rs_ep_sock_rx_direct(t); /* the engine's input again */
+	}
 	t->recv_armed = 1;
 	r->nrecv++;
 	t->recv_cancel = 0;
@@ -805,7 +831,8 @@ static ssize_t with_done(size_t done, ssize_t r)
  * waits in the kernel at once. */
 static int kernel_reader(struct rs_tcp *t)
 {
-	return t->mode == RS_TM_ARMED && t->rx_direct && t->owner == rs_ring_tls && !t->recv_armed &&
+	return t->mode == RS_TM_ARMED && (t->rx_direct || t->rx_starved) && t->owner == rs_ring_tls &&
+	       !t->recv_armed &&
 	       !rx_held(t) && !t->rx_err && !t->rx_eof && !t->shut_rd;
 }
 
@@ -1171,9 +1198,9 @@ ssize_t rs_tcp_recv(struct rs_tcp *t, const struct iovec *iov, int iovcnt, int f
 			rs_ring_progress(r);
 			continue;
 		}
-		if (t->rx_direct) {
-			/* small read on a bulk reader, or a new socket's: still the
-			 * kernel's data */
+		if (t->rx_direct || t->rx_starved) {
+			/* small read on a bulk reader, or a new socket's, or one
+			 * waiting for receive buffers: still the kernel's data */
 			struct msghdr m = { .msg_iov = (struct iovec *)iov, .msg_iovlen = (size_t)iovcnt };
 			long n = rs_syscall(SYS_recvmsg, t->fd, &m, flags | MSG_DONTWAIT);
 			if (n == 0 && want && !(flags & MSG_PEEK))
@@ -1560,6 +1587,15 @@ static void recv_done(struct rs_ring *r, struct rs_tcp *t, struct io_uring_cqe *
 		t->rx_eof = 1;
 	} else if (c->res == -ENOBUFS) {
 		rs_stat_add(RS_C_ENOBUFS, 1);
+		/* Other sockets hold every buffer: until this one is armed again
+		 * its input stays in the kernel, which answers its reads and
+		 * reports it (a reader must never be left with neither). */
+		if (!t->rx_starved) {
+			RS_STORE(t->rx_starved, 1);
+			rs_ep_sock_rx_direct(t);
+		}
+	} else if (c->res == -EINVAL && t->rx_capped) {
+		__atomic_store_n(&recv_cap_ok, 0, __ATOMIC_RELAXED); /* re-armed without */
 	} else if (c->res != -ECANCELED) {
 		t->rx_err = -c->res;
 	}

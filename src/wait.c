@@ -93,7 +93,7 @@ int rs_wait_poll(struct pollfd *fds, unsigned long n, int timeout_ms, const stru
 				kind[i] = K_ENGINE;
 				/* The kernel ignores it, or, for a bulk reader, reports
 				 * its input. */
-				k[i].events &= (t->rx_direct ? (POLLIN | POLLRDNORM | POLLPRI | POLLRDHUP) : 0) |
+				k[i].events &= (rs_tcp_kernel_input(t) ? (POLLIN | POLLRDNORM | POLLPRI | POLLRDHUP) : 0) |
 					       (RS_LOAD(t->kfull) ? (POLLOUT | POLLWRNORM) : 0);
 				if (!k[i].events)
 					k[i].fd = -1;

@@ -8,7 +8,8 @@
 # first, so short scenarios would otherwise rarely reach the engine's
 # receive path or the switch to it), under LIBRARY with the engine's
 # io_uring treated as missing (RINGSOCK_FEATURES_DISABLE=io_uring, the
-# fallback), and under LIBRARY with RINGSOCK_DISABLE=1.  The
+# fallback), under LIBRARY with RINGSOCK_DISABLE=1, and once more with
+# the knobs a scenario names in a RUN_ALSO= line of its source.  The
 # transcripts (stdout) and exit statuses must be identical.  The run under
 # the library must also show, in its RINGSOCK_STATS report, that the
 # library was loaded and tracked sockets, so the comparison can never pass
@@ -45,6 +46,16 @@ run armnow LD_PRELOAD="$preload" RINGSOCK_ARM_AFTER=0
 run arm1 LD_PRELOAD="$preload" RINGSOCK_ARM_AFTER=1 RINGSOCK_WAIT=epoll
 run fallback LD_PRELOAD="$preload" RINGSOCK_FEATURES_DISABLE=io_uring
 run disabled LD_PRELOAD="$preload" RINGSOCK_DISABLE=1
+# A scenario may ask for one more run with knobs of its own:
+# "RUN_ALSO=VAR=value VAR=value" in its source.
+also=""
+[ -n "$src" ] && also=$(sed -n 's/.*RUN_ALSO=\([^*]*\).*/\1/p' "$src" | head -1 | sed 's/ *$//')
+modes="under armnow arm1 fallback disabled"
+if [ -n "$also" ]; then
+	# shellcheck disable=SC2086
+	run also LD_PRELOAD="$preload" $also
+	modes="$modes also"
+fi
 
 fail=0
 if [ "$(cat "$tmp/plain.rc")" = 99 ]; then
@@ -52,7 +63,7 @@ if [ "$(cat "$tmp/plain.rc")" = 99 ]; then
 	cat "$tmp/plain.err"
 	exit 1
 fi
-for mode in under armnow arm1 fallback disabled; do
+for mode in $modes; do
 	if ! cmp -s "$tmp/plain.out" "$tmp/$mode.out" || ! cmp -s "$tmp/plain.rc" "$tmp/$mode.rc"; then
 		echo "$name: transcript differs: plain vs $mode"
 		echo "exit status: plain $(cat "$tmp/plain.rc"), $mode $(cat "$tmp/$mode.rc")"
@@ -62,7 +73,7 @@ for mode in under armnow arm1 fallback disabled; do
 		fail=1
 	fi
 done
-for mode in under armnow arm1; do
+for mode in under armnow arm1 ${also:+also}; do
 	if grep -q "ringsock.*\(warning\|error\)" "$tmp/$mode.err"; then
 		echo "$name: the library complained ($mode):"
 		grep "ringsock" "$tmp/$mode.err" | head -20
@@ -85,7 +96,7 @@ if [ -n "$want" ] && [ "$want" -gt 0 ]; then
 	fi
 fi
 if [ $fail = 0 ]; then
-	echo "$name: identical ($(wc -l <"$tmp/plain.out") lines, exit $(cat "$tmp/plain.rc")) plain, under ringsock (receives armed after 4 reads, at once, after 1 with WAIT=epoll), with io_uring missing and with RINGSOCK_DISABLE=1"
+	echo "$name: identical ($(wc -l <"$tmp/plain.out") lines, exit $(cat "$tmp/plain.rc")) plain, under ringsock (receives armed after 4 reads, at once, after 1 with WAIT=epoll), with io_uring missing and with RINGSOCK_DISABLE=1${also:+, and with $also}"
 	sed -n 's/.*: sockets /  sockets /p; s/.*: engine /  engine /p' "$tmp/stats" | head -2
 fi
 exit $fail

@@ -101,6 +101,8 @@ static void spawn_reader(const char *how)
 	armed_pair(&c, &s);
 	char buf[64];
 	show("parent read", buf, recv(s, buf, sizeof(buf), 0));
+	/* the child's reads wait for the data (the description is shared) */
+	fcntl(s, F_SETFL, fcntl(s, F_GETFL) & ~O_NONBLOCK);
 	pid_t p = -1;
 	if (!strcmp(how, "posix_spawn")) {
 		posix_spawn_file_actions_t fa;
@@ -123,7 +125,7 @@ static void spawn_reader(const char *how)
 	send(c, "second", 6, 0);
 	wait_fd(c, POLLOUT, 100);
 	reap(how, p);
-	R("parent recv after child", recv(s, buf, sizeof(buf), 0));
+	R("parent recv after child", recv(s, buf, sizeof(buf), MSG_DONTWAIT));
 	close(c);
 	close(s);
 }
