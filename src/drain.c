@@ -29,12 +29,13 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <time.h>
 
 #include "engine.h"
 #include "sys.h"
 
-#define DRAIN_SLOTS 1024
+#define DRAIN_SLOTS 1024 /* at most; fewer under a low RLIMIT_NOFILE */
 #define RS_WATCH_MS 50
 #define DRAIN_ENTRIES 256
 #define UD_WAKE 1ull  /* the eventfd read: new jobs */
@@ -67,6 +68,7 @@ static struct {
 	struct rs_drain_job *all;
 	uint32_t running;             /* futex word: jobs not done */
 	uint64_t slots[DRAIN_SLOTS / 64];
+	int nslots;                   /* registered file slots (a multiple of 64) */
 } dr = { .lock = PTHREAD_MUTEX_INITIALIZER, .evfd = -1 };
 
 static void futex_wake(uint32_t *w)
@@ -275,7 +277,20 @@ static int start(void)
 	if (dr.ring.cq.ring_ptr != dr.ring.sq.ring_ptr)
 		madvise(dr.ring.cq.ring_ptr, dr.ring.cq.ring_sz, MADV_DONTFORK);
 	madvise(dr.ring.sq.sqes, dr.ring.sq.ring_entries * sizeof(struct io_uring_sqe), MADV_DONTFORK);
-	if (io_uring_register_files_sparse(&dr.ring, DRAIN_SLOTS) < 0)
+	/* The kernel counts a file table against RLIMIT_NOFILE: take what the
+	 * limit leaves room for (half of it, so the program keeps the rest),
+	 * and less again if that is refused. */
+	struct rlimit rl;
+	unsigned long want = DRAIN_SLOTS;
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur / 2 < want)
+		want = rl.rlim_cur / 2;
+	dr.nslots = 0;
+	for (want &= ~63ul; want >= 64; want /= 2)
+		if (io_uring_register_files_sparse(&dr.ring, (unsigned)want) == 0) {
+			dr.nslots = (int)want;
+			break;
+		}
+	if (!dr.nslots)
 		goto fail_ring;
 	if (rs_fdguard_adopt(dr.ring.ring_fd, &dr.ring.ring_fd) < 0)
 		goto fail_ring;
@@ -309,7 +324,8 @@ fail_ring:
 	rs_fdguard_release(dr.ring.ring_fd);
 	dr.ring.ring_fd = -1;
 	io_uring_queue_exit(&dr.ring);
-	rs_warn("the drain thread could not start; sends to a full socket are finished synchronously");
+	rs_info("the drain thread could not start (RLIMIT_NOFILE too low for its file slots, or no thread); "
+		"sends to a full socket finish when their thread next waits for the engine");
 	return -1;
 }
 
@@ -331,7 +347,7 @@ struct rs_drain_job *rs_drain_start(int fd, char *buf, size_t len, struct rs_rin
 	if (start() < 0)
 		goto fail;
 	int slot = -1;
-	for (int i = 0; i < DRAIN_SLOTS / 64 && slot < 0; i++)
+	for (int i = 0; i < dr.nslots / 64 && slot < 0; i++)
 		if (~dr.slots[i])
 			slot = i * 64 + __builtin_ctzll(~dr.slots[i]);
 	if (slot < 0)

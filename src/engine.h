@@ -374,6 +374,8 @@ struct rs_tcp {
 				   * it is armed again, reads go to the kernel,
 				   * which reports its input */
 	uint8_t rx_capped;        /* the receive in flight carries a byte cap */
+	uint8_t tx_wait;          /* no drain job could take the rest: sends wait
+				   * in the ring for room (MSG_WAITALL) */
 	uint8_t rx_probation;     /* reads with data left before the multishot
 				   * receive is armed (RINGSOCK_ARM_AFTER) */
 	uint8_t send_inflight;    /* one send in flight at a time */

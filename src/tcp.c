@@ -1239,8 +1239,17 @@ static void drain_handover(struct rs_ring *r, struct rs_tcp *t)
 		j = rs_drain_start(t->fd, buf, len, t->closing ? NULL : r);
 	}
 	if (!j) {
+		/* No drain thread (it could not start, or every slot is taken):
+		 * the rest goes as a send that waits for room in the kernel,
+		 * from this ring, which moves it whenever its thread next waits
+		 * for the engine.  A nonblocking call never waits for it. */
 		free(buf);
-		rs_tcp_flush_direct(t);
+		t->tx_wait = 1;
+		if (!t->on_txq) {
+			t->on_txq = 1;
+			t->txq_next = r->txq;
+			r->txq = t;
+		}
 		return;
 	}
 	tx_drop_all(t, r);
@@ -1476,18 +1485,20 @@ void rs_tcp_submit_tx(struct rs_ring *r, struct rs_tcp *t)
 	/* MSG_DONTWAIT: it completes at submission, with what the kernel's
 	 * buffer took (never polled, never queued to io-wq).  One segment is
 	 * a plain send (no message header for the kernel to copy). */
+	int how = t->tx_wait ? MSG_WAITALL : MSG_DONTWAIT; /* (tx_wait: see drain_handover) */
 	if (k == 1) {
-		io_uring_prep_send(sqe, t->fd, t->txs->iov[0].iov_base, bytes, MSG_NOSIGNAL | MSG_DONTWAIT);
+		io_uring_prep_send(sqe, t->fd, t->txs->iov[0].iov_base, bytes, MSG_NOSIGNAL | how);
 	} else {
 		memset(&t->txs->msg, 0, sizeof(t->txs->msg));
 		t->txs->msg.msg_iov = t->txs->iov;
 		t->txs->msg.msg_iovlen = k;
-		io_uring_prep_sendmsg(sqe, t->fd, &t->txs->msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+		io_uring_prep_sendmsg(sqe, t->fd, &t->txs->msg, MSG_NOSIGNAL | how);
 	}
 	t->inflight_segs = k;
 	t->inflight_bytes = bytes;
 	io_uring_sqe_set_data64(sqe, RS_UD(t, RS_UD_SEND));
-	r->sq_sends++;
+	if (!t->tx_wait)
+		r->sq_sends++; /* completes in the enter that submits it */
 	t->send_inflight = 1;
 	t->ops_inflight++;
 	rs_stat_add(RS_C_SENDS_SUBMITTED, 1);
@@ -1523,11 +1534,15 @@ size_t rs_tcp_flush_direct(struct rs_tcp *t)
  * what the kernel cannot take goes to the drain thread. */
 void rs_tcp_flush_queued(struct rs_ring *r)
 {
-	while (r->txq) {
-		struct rs_tcp *t = r->txq;
-		r->txq = t->txq_next;
+	/* (a socket drain_handover cannot hand over goes back on r->txq for
+	 * its owner: walk the list as it was) */
+	struct rs_tcp *list = r->txq;
+	r->txq = NULL;
+	while (list) {
+		struct rs_tcp *t = list;
+		list = t->txq_next;
 		t->on_txq = 0;
-		while (t->tx_cnt && !t->send_inflight && !t->drain && t->fd >= 0) {
+		while (t->tx_cnt && !t->send_inflight && !t->drain && !t->tx_wait && t->fd >= 0) {
 			struct iovec v[RS_TX_IOV];
 			uint32_t k = t->tx_cnt < RS_TX_IOV ? t->tx_cnt : RS_TX_IOV;
 			size_t bytes = 0;
@@ -1632,7 +1647,9 @@ static void send_done(struct rs_ring *r, struct rs_tcp *t, struct io_uring_cqe *
 		t->tx_err = -res;
 		tx_drop_all(t, r);
 	}
-	if (full && t->tx_cnt && t->fd >= 0) {
+	if (!t->tx_cnt)
+		t->tx_wait = 0;
+	if (full && t->tx_cnt && t->fd >= 0 && !t->tx_wait) {
 		drain_handover(r, t);
 		return;
 	}
