@@ -1,6 +1,8 @@
 /* poll.c - poll, ppoll, select, pselect. */
 #include "preload.h"
 
+#include <string.h>
+
 /* Count a wait call: on sockets if any watched fd is a tracked socket. */
 static void count_pollfds(const struct pollfd *fds, nfds_t n)
 {
@@ -90,12 +92,16 @@ static int select_engine(int nfds, fd_set *r, fd_set *w, fd_set *e, int timeout_
 	for (int i = 0; i < n; i++)
 		if (pf[i].revents & POLLNVAL)
 			return -EBADF;
+	/* Clear only the words the kernel would write (nfds bits, rounded up
+	 * to whole words): a program may pass sets sized for its highest
+	 * descriptor, smaller than an fd_set (libevent does). */
+	size_t bytes = (size_t)(nfds + NFDBITS - 1) / NFDBITS * sizeof(fd_mask);
 	if (r)
-		FD_ZERO(r);
+		memset(r, 0, bytes);
 	if (w)
-		FD_ZERO(w);
+		memset(w, 0, bytes);
 	if (e)
-		FD_ZERO(e);
+		memset(e, 0, bytes);
 	int count = 0;
 	for (int i = 0; i < n; i++) {
 		short rev = pf[i].revents, ev = pf[i].events;

@@ -211,6 +211,7 @@ static void resolve(void)
 }
 
 static RS_TLS int in_init;
+RS_HIDDEN void rs_signal_ready(void); /* signal.c */
 
 void rs_preload_init(void)
 {
@@ -224,6 +225,7 @@ void rs_preload_init(void)
 		atomic_store(&resolved, 1);
 	}
 	rs_runtime_init(environ, getauxval(AT_SECURE) != 0);
+	rs_signal_ready();
 	errno = saved;
 	in_init = 0;
 }

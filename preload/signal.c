@@ -110,6 +110,16 @@ static int wrapping(void)
 	return rs_ready() && rs_engine_on;
 }
 
+/* From rs_preload_init, once the library is ready: with the engine on, a
+ * catcher stands in for every SIG_DFL that would end the process, so sends
+ * the engine has accepted go out before it ends (src/sig.c). */
+RS_HIDDEN void rs_signal_ready(void);
+void rs_signal_ready(void)
+{
+	if (wrapping() && !rs_rt.passthrough)
+		rs_sig_guard_all(real_sigaction);
+}
+
 RS_EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *old)
 {
 	if (!wrapping())

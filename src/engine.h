@@ -58,31 +58,47 @@
 #define RS_LOAD(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
 #define RS_STORE(x, v) __atomic_store_n(&(x), (v), __ATOMIC_RELAXED)
 
-/* Engine mutexes.  Under ThreadSanitizer the library runs inside TSan's
- * own interceptors (read, poll, send...), where TSan does not record the
- * mutex operations it intercepts; annotate them so it sees the ordering.
- * The same for atomics that publish data across threads (drain.c). */
+/* Engine mutexes.  Each thread counts the engine locks it holds: a fatal
+ * signal that arrives while it holds one is acted on when the last one is
+ * released (sig.c), so the flush of queued sends it triggers never meets
+ * a lock of its own thread.  Under ThreadSanitizer the library runs inside
+ * TSan's own interceptors (read, poll, send...), where TSan does not
+ * record the mutex operations it intercepts; they are annotated so it
+ * sees the ordering.  The same for atomics that publish data across
+ * threads (drain.c). */
 #if defined(__SANITIZE_THREAD__)
 void __tsan_acquire(void *addr);
 void __tsan_release(void *addr);
-static inline void rs_mutex_lock(pthread_mutex_t *m)
-{
-	pthread_mutex_lock(m);
-	__tsan_acquire(m);
-}
-static inline void rs_mutex_unlock(pthread_mutex_t *m)
-{
-	__tsan_release(m);
-	pthread_mutex_unlock(m);
-}
 #define rs_tsan_acquire(p) __tsan_acquire((void *)(p))
 #define rs_tsan_release(p) __tsan_release((void *)(p))
 #else
-#define rs_mutex_lock pthread_mutex_lock
-#define rs_mutex_unlock pthread_mutex_unlock
 #define rs_tsan_acquire(p) ((void)0)
 #define rs_tsan_release(p) ((void)0)
 #endif
+extern RS_TLS int rs_lock_depth;     /* engine locks this thread holds */
+extern RS_TLS int rs_fatal_pending;  /* a fatal signal waits for them */
+void rs_sig_fatal_deferred(void);
+static inline void rs_mutex_lock(pthread_mutex_t *m)
+{
+	pthread_mutex_lock(m);
+	rs_lock_depth++;
+	rs_tsan_acquire(m);
+}
+static inline int rs_mutex_trylock(pthread_mutex_t *m)
+{
+	if (pthread_mutex_trylock(m) != 0)
+		return -1;
+	rs_lock_depth++;
+	rs_tsan_acquire(m);
+	return 0;
+}
+static inline void rs_mutex_unlock(pthread_mutex_t *m)
+{
+	rs_tsan_release(m);
+	pthread_mutex_unlock(m);
+	if (--rs_lock_depth == 0 && rs_unlikely(rs_fatal_pending))
+		rs_sig_fatal_deferred();
+}
 
 struct rs_ring;
 struct rs_tcp;
@@ -281,7 +297,12 @@ typedef int (*rs_sigaction_fn)(int, const struct sigaction *, struct sigaction *
 int rs_sig_action(int sig, const struct sigaction *act, struct sigaction *old, rs_sigaction_fn real);
 /* After signal(), sigset(), siginterrupt()...: wrap what is installed now. */
 void rs_sig_adopt(int sig, rs_sigaction_fn real);
-int rs_sig_is_tramp(const void *h);
+int rs_sig_is_tramp(const void *h); /* the trampoline or the fatal catcher */
+/* The engine is on: a catcher stands in for every SIG_DFL whose default
+ * ends the process, so queued sends go out first (see sig.c). */
+void rs_sig_guard_all(rs_sigaction_fn real);
+void rs_engine_die_flush(void); /* ring.c: the flush of a dying process */
+extern int rs_dying;             /* it runs: no memory is allocated or freed */
 void *rs_sig_user_handler(int sig);
 void rs_sig_clear(void);     /* before a wait */
 unsigned rs_sig_take(void);  /* after it: RS_SIG_* of handlers that ran */

@@ -50,6 +50,7 @@ static void atfork_child(void)
 	 * through our fork() */
 	rs_vfork_pending = 0;
 	rs_rt.pid = rs_sys_getpid();
+	rs_lock_depth = 0; /* the locks fork held are new ones in the child */
 	rs_drain_after_fork(1);
 	rs_engine_fork_release_detached(1);
 	rs_engine_after_fork_child();
@@ -554,13 +555,11 @@ void rs_engine_thread_exit(void *arg)
 void rs_engine_watchdog(void)
 {
 	/* never waits: fork holds these while it waits for the drain thread */
-	if (pthread_mutex_trylock(&all_lock) != 0)
+	if (rs_mutex_trylock(&all_lock) != 0)
 		return;
-	rs_tsan_acquire(&all_lock);
 	for (struct rs_ring *r = all_rings; r; r = r->all_next) {
-		if (pthread_mutex_trylock(&r->lock) != 0)
+		if (rs_mutex_trylock(&r->lock) != 0)
 			continue; /* its owner is running engine code */
-		rs_tsan_acquire(&r->lock);
 		if (!__atomic_load_n(&r->dead, __ATOMIC_ACQUIRE) && r->txq &&
 		    r->prepare_seq == r->watch_seq) {
 			rs_ring_reap(r);
@@ -712,6 +711,21 @@ void rs_engine_refuse_all(int reason)
 		rs_ring_unlock(r);
 	}
 	rs_mutex_unlock(&all_lock);
+}
+
+int rs_dying;
+
+/* A signal's default action is about to end the process (sig.c): what is
+ * queued reaches the kernel first, as at exit.  Nothing may allocate or
+ * free memory from here (the signal may have come in the middle of
+ * malloc): received data is dropped, sends wait in the ring instead of
+ * going to a new drain job, and memory is left for the exit to reclaim. */
+void rs_engine_die_flush(void)
+{
+	if (!rs_engine_on || !rs_ready())
+		return;
+	__atomic_store_n(&rs_dying, 1, __ATOMIC_RELEASE);
+	flush_rings("fatal signal", 0);
 }
 
 void rs_engine_before_spawn(void)

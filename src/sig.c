@@ -30,11 +30,16 @@ struct sigent {
 	void *handler; /* the application's handler; NULL: none wrapped */
 	int flags;     /* the application's sa_flags */
 	int strip;     /* reset by SA_RESETHAND: flags the kernel keeps that we added */
+	int guard;     /* the application's disposition is SIG_DFL, which ends
+			* the process: the library's catcher stands in (below) */
 };
 
 static struct sigent tab[RS_NSIG];
 static atomic_int tab_lock;
 static RS_TLS volatile unsigned hits;
+static int guarding; /* catchers are installed (the engine is on) */
+RS_TLS int rs_lock_depth;
+RS_TLS int rs_fatal_pending;
 
 static void tramp(int sig, siginfo_t *si, void *uc)
 {
@@ -55,9 +60,88 @@ static void tramp(int sig, siginfo_t *si, void *uc)
 		((void (*)(int))h)(sig);
 }
 
+/* ---- death by a signal's default action ------------------------------------
+ *
+ * Sends the engine has accepted may still be queued in the process when a
+ * signal whose default action ends it arrives (SIGTERM, SIGINT, abort()'s
+ * SIGABRT...).  The kernel path loses nothing then: the kernel had the
+ * bytes.  So while the application's disposition of such a signal is
+ * SIG_DFL, the library's catcher is installed in its place (sigaction
+ * still reports SIG_DFL): it writes out what is queued, as exit does,
+ * then restores SIG_DFL and raises the signal again, so the process ends
+ * exactly as it would have (same signal, core dump where the default
+ * makes one).  A thread that holds an engine lock when the signal comes
+ * acts on it when it releases the last one.  Faults the kernel raised
+ * (SIGSEGV, SIGBUS... from a bad access) end the process at once: its
+ * memory may be what is broken.  SIGKILL cannot be caught (ringsock(7)
+ * says what can be lost then). */
+static int default_fatal(int sig)
+{
+	switch (sig) {
+	case SIGHUP: case SIGINT: case SIGQUIT: case SIGILL: case SIGTRAP: case SIGABRT:
+	case SIGBUS: case SIGFPE: case SIGUSR1: case SIGSEGV: case SIGUSR2: case SIGPIPE:
+	case SIGALRM: case SIGTERM: case SIGSTKFLT: case SIGXCPU: case SIGXFSZ: case SIGVTALRM:
+	case SIGPROF: case SIGIO: case SIGPWR: case SIGSYS:
+		return 1;
+	default:
+		return sig >= 35 && sig < RS_NSIG; /* real-time, past the C library's own */
+	}
+}
+
+static int fault_sig(int sig)
+{
+	return sig == SIGSEGV || sig == SIGBUS || sig == SIGILL || sig == SIGFPE || sig == SIGTRAP ||
+	       sig == SIGSYS;
+}
+
+/* The default action, now (the signal's own disposition is SIG_DFL). */
+static void die_by(int sig)
+{
+	struct { void *h; unsigned long flags; void *restorer; uint64_t mask; } dfl = { 0 };
+	rs_syscall(SYS_rt_sigaction, sig, &dfl, NULL, 8);
+	uint64_t m = 1ull << (sig - 1);
+	rs_syscall(SYS_rt_sigprocmask, SIG_UNBLOCK, &m, NULL, 8);
+	rs_syscall(SYS_tgkill, rs_sys_getpid(), rs_syscall(SYS_gettid, 0), sig);
+	/* delivered on the way back from the handler (or, for a fault, when
+	 * the instruction runs again) */
+}
+
+static void fatal(int sig)
+{
+	if (!rs_in_vfork_child())
+		rs_engine_die_flush();
+	die_by(sig);
+}
+
+static void catcher(int sig, siginfo_t *si, void *uc)
+{
+	(void)uc;
+	int e = errno;
+	if (sig <= 0 || sig >= RS_NSIG) {
+		errno = e;
+		return;
+	}
+	if (fault_sig(sig) && si && si->si_code > 0) {
+		die_by(sig); /* a real fault: no flush */
+	} else if (rs_lock_depth > 0) {
+		rs_fatal_pending = sig; /* at the last engine unlock */
+	} else {
+		fatal(sig);
+	}
+	errno = e;
+}
+
+void rs_sig_fatal_deferred(void)
+{
+	int sig = rs_fatal_pending;
+	rs_fatal_pending = 0;
+	if (sig)
+		fatal(sig);
+}
+
 int rs_sig_is_tramp(const void *h)
 {
-	return h == (const void *)tramp;
+	return h == (const void *)tramp || h == (const void *)catcher;
 }
 
 void *rs_sig_user_handler(int sig)
@@ -104,9 +188,49 @@ static void tab_leave(const sigset_t *saved)
 
 static void tab_set(int sig, void *h, int flags)
 {
+	__atomic_store_n(&tab[sig].guard, 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&tab[sig].strip, 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&tab[sig].flags, flags, __ATOMIC_RELAXED);
 	__atomic_store_n(&tab[sig].handler, h, __ATOMIC_RELEASE);
+}
+
+/* SIG_DFL asked for sig (tab lock held): the catcher in its place when
+ * the default ends the process.  0 or -1 (errno) like sigaction. */
+static int set_default(int sig, const struct sigaction *act, struct sigaction *kold, rs_sigaction_fn real)
+{
+	if (!guarding || !default_fatal(sig)) {
+		int rc = real(sig, act, kold);
+		if (rc == 0)
+			tab_set(sig, NULL, 0);
+		return rc;
+	}
+	struct sigaction k;
+	memset(&k, 0, sizeof(k));
+	if (act)
+		k.sa_mask = act->sa_mask;
+	k.sa_sigaction = catcher;
+	k.sa_flags = SA_SIGINFO | SA_RESTART;
+	int rc = real(sig, &k, kold);
+	if (rc == 0) {
+		tab_set(sig, NULL, act ? act->sa_flags & ~SA_SIGINFO : 0);
+		__atomic_store_n(&tab[sig].guard, 1, __ATOMIC_RELAXED);
+	}
+	return rc;
+}
+
+void rs_sig_guard_all(rs_sigaction_fn real)
+{
+	sigset_t saved;
+	tab_enter(&saved);
+	guarding = 1;
+	for (int sig = 1; sig < RS_NSIG; sig++) {
+		struct sigaction cur;
+		if (!default_fatal(sig) || tab[sig].handler || real(sig, NULL, &cur) != 0 ||
+		    cur.sa_handler != SIG_DFL)
+			continue;
+		set_default(sig, &cur, NULL, real);
+	}
+	tab_leave(&saved);
 }
 
 int rs_sig_action(int sig, const struct sigaction *act, struct sigaction *old, rs_sigaction_fn real)
@@ -128,6 +252,8 @@ int rs_sig_action(int sig, const struct sigaction *act, struct sigaction *old, r
 			tab_set(sig, prev.handler, prev.flags);
 			__atomic_store_n(&tab[sig].strip, prev.strip, __ATOMIC_RELAXED);
 		}
+	} else if (act && act->sa_handler == SIG_DFL) {
+		rc = set_default(sig, act, &kold, real);
 	} else {
 		rc = real(sig, act, &kold);
 		if (rc == 0 && act)
@@ -137,7 +263,11 @@ int rs_sig_action(int sig, const struct sigaction *act, struct sigaction *old, r
 	tab_leave(&saved);
 	if (rc == 0 && old) {
 		*old = kold;
-		if (rs_sig_is_tramp((void *)kold.sa_sigaction) && prev.handler) {
+		if (kold.sa_sigaction == catcher) {
+			/* what the application asked for: SIG_DFL */
+			old->sa_handler = SIG_DFL;
+			old->sa_flags = prev.flags;
+		} else if (rs_sig_is_tramp((void *)kold.sa_sigaction) && prev.handler) {
 			old->sa_sigaction = (void (*)(int, siginfo_t *, void *))prev.handler;
 			old->sa_flags = (kold.sa_flags & ~SA_SIGINFO) | (prev.flags & SA_SIGINFO);
 		} else if (kold.sa_handler == SIG_DFL) {
@@ -157,7 +287,11 @@ void rs_sig_adopt(int sig, rs_sigaction_fn real)
 	struct sigaction cur;
 	tab_enter(&saved);
 	if (real(sig, NULL, &cur) == 0) {
-		if (rs_sig_is_tramp((void *)cur.sa_sigaction)) {
+		if (cur.sa_sigaction == catcher) {
+			/* still SIG_DFL for the application */
+		} else if (cur.sa_handler == SIG_DFL) {
+			set_default(sig, &cur, NULL, real);
+		} else if (rs_sig_is_tramp((void *)cur.sa_sigaction)) {
 			/* ours already; its flags may have changed (siginterrupt) */
 			int fl = (cur.sa_flags & ~SA_SIGINFO) | (tab[sig].flags & SA_SIGINFO);
 			tab_set(sig, tab[sig].handler, fl);

@@ -159,6 +159,8 @@ static struct rs_txseg *tx_at(struct rs_tcp *t, uint32_t i)
 
 static int rx_push(struct rs_tcp *t, char *data, uint32_t len, int32_t bid)
 {
+	if (rs_unlikely(__atomic_load_n(&rs_dying, __ATOMIC_RELAXED)))
+		return -ENOMEM; /* nobody will read it (rs_engine_die_flush) */
 	if (make_room((void **)&t->rx, &t->rx_cap, &t->rx_head, t->rx_cnt, sizeof(*t->rx)) < 0)
 		return -ENOMEM;
 	struct rs_rxseg *g = rx_at(t, t->rx_cnt++);
@@ -511,6 +513,8 @@ static void off_ring_lists(struct rs_ring *r, struct rs_tcp *t)
 
 static void free_t(struct rs_tcp *t)
 {
+	if (rs_unlikely(__atomic_load_n(&rs_dying, __ATOMIC_RELAXED)))
+		return; /* no free() now (rs_engine_die_flush) */
 	rs_mutex_lock(&socks_lock);
 	if (t->all_prev)
 		t->all_prev->all_next = t->all_next;
@@ -1228,7 +1232,7 @@ ssize_t rs_tcp_recv(struct rs_tcp *t, const struct iovec *iov, int iovcnt, int f
 static void drain_handover(struct rs_ring *r, struct rs_tcp *t)
 {
 	size_t len = t->tx_bytes, off = 0;
-	char *buf = malloc(len);
+	char *buf = __atomic_load_n(&rs_dying, __ATOMIC_RELAXED) ? NULL : malloc(len);
 	struct rs_drain_job *j = NULL;
 	if (buf) {
 		for (uint32_t i = 0; i < t->tx_cnt; i++) {
@@ -1581,7 +1585,7 @@ static void recv_done(struct rs_ring *r, struct rs_tcp *t, struct io_uring_cqe *
 	if (c->res > 0) {
 		unsigned bid = c->flags >> IORING_CQE_BUFFER_SHIFT;
 		r->buf.held++;
-		if (rs_rt.cfg.v[RS_K_RX_CACHE] && !t->closing && !t->rxc_used &&
+		if (rs_rt.cfg.v[RS_K_RX_CACHE] && !t->closing && !t->rxc_used && !rs_dying &&
 		    (t->rxc || (t->rxc = malloc(r->buf.size)) != NULL)) {
 			/* RX_CACHE: copy into the socket's own buffer and give the
 			 * ring's buffer back at once. */
