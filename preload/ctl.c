@@ -14,6 +14,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/ioctl.h>
+#include <linux/sockios.h>
 
 static void *va_ptr(va_list ap)
 {
@@ -92,6 +93,18 @@ RS_EXPORT int ioctl(int fd, RS_IOCTL_REQ req, ...)
 		} else if (req == FIONBIO) {
 			if (arg && !*(int *)arg)
 				rs_tcp_before_kernel(s, fd, RINGSOCK_PT_OPTION);
+		} else if (req == SIOCATMARK) {
+			/* Bytes the engine holds come before any mark. */
+			rs_tcp_urgent(s, fd);
+			struct rs_tcp *t = rs_tcp_enter(s, fd, 0);
+			if (t) {
+				int held = !rs_tcp_passive(t) && rs_tcp_held(t) > 0;
+				rs_tcp_unlock(t);
+				if (held && arg) {
+					*(int *)arg = 0;
+					return 0;
+				}
+			}
 		} else if (req == FIOASYNC) {
 			rs_tcp_before_kernel(s, fd, RINGSOCK_PT_OPTION);
 			rs_tcp_passthrough(s, RINGSOCK_PT_OPTION);
@@ -152,7 +165,9 @@ RS_EXPORT int setsockopt(int fd, int level, int name, const void *val, socklen_t
 {
 	struct rs_sock *s = rs_enter_fd(fd, RINGSOCK_FAM_CTL);
 	if (rs_engine_sock(s)) {
-		if (rx_option(level, name, val, len)) {
+		if (level == SOL_SOCKET && name == SO_OOBINLINE) {
+			rs_tcp_urgent(s, fd);
+		} else if (rx_option(level, name, val, len)) {
 			rs_tcp_before_kernel(s, fd, RINGSOCK_PT_OPTION);
 			rs_tcp_passthrough(s, RINGSOCK_PT_OPTION);
 		} else {
@@ -182,4 +197,13 @@ RS_EXPORT int getpeername(int fd, RS_SA addr, socklen_t *len)
 {
 	rs_enter_fd(fd, RINGSOCK_FAM_CTL);
 	return REAL(getpeername)(fd, addr, len);
+}
+
+/* libc's sockatmark asks the kernel past our ioctl. */
+RS_EXPORT int sockatmark(int fd)
+{
+	int at = 0;
+	if (ioctl(fd, SIOCATMARK, &at) < 0)
+		return -1;
+	return at;
 }

@@ -38,7 +38,10 @@ RS_EXPORT int epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
 {
 	struct rs_sock *s = rs_enter_fd(fd, RINGSOCK_FAM_EPOLL);
 	if (rs_engine_on && rs_ready() && !rs_rt.passthrough) {
-		(void)s;
+		if (rs_unlikely(ev && (ev->events & EPOLLPRI) && rs_engine_sock(s) &&
+				(op == EPOLL_CTL_ADD || op == EPOLL_CTL_MOD))) {
+			rs_tcp_urgent(s, fd); /* urgent data asked about */
+		}
 		int r = rs_ep_ctl(epfd, op, fd, ev);
 		if (r != (int)RS_PASS)
 			return (int)rs_ret(r);

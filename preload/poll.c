@@ -30,10 +30,23 @@ static int engine_on(void)
 	return rs_engine_on && rs_ready() && !rs_rt.passthrough;
 }
 
+/* Asking for POLLPRI is asking about urgent data: those sockets leave
+ * the engine first (rs_tcp_urgent). */
+static void urgent_interest(const struct pollfd *fds, nfds_t n)
+{
+	for (nfds_t i = 0; i < n; i++)
+		if (rs_unlikely(fds[i].events & POLLPRI)) {
+			struct rs_sock *s = rs_engine_sock(rs_fd_peek(fds[i].fd));
+			if (s)
+				rs_tcp_urgent(s, fds[i].fd);
+		}
+}
+
 RS_EXPORT int poll(struct pollfd *fds, nfds_t nfds, int timeout)
 {
 	count_pollfds(fds, nfds);
 	if (engine_on()) {
+		urgent_interest(fds, nfds);
 		int handled;
 		int r = rs_wait_poll(fds, nfds, timeout, NULL, NULL, &handled);
 		if (handled)
@@ -46,6 +59,7 @@ RS_EXPORT int ppoll(struct pollfd *fds, nfds_t nfds, const struct timespec *tmo,
 {
 	count_pollfds(fds, nfds);
 	if (engine_on()) {
+		urgent_interest(fds, nfds);
 		int handled;
 		int r = rs_wait_poll(fds, nfds, tmo ? 1 : -1, tmo, ss, &handled);
 		if (handled)
@@ -74,6 +88,8 @@ static int select_engine(int nfds, fd_set *r, fd_set *w, fd_set *e, int timeout_
 		if (!ev)
 			continue;
 		struct rs_sock *s = rs_fd_peek(fd);
+		if (ev & POLLPRI)
+			urgent_interest(&(struct pollfd){ .fd = fd, .events = POLLPRI }, 1);
 		struct rs_tcp *t = s ? atomic_load(&s->eng) : NULL;
 		engine |= t && !rs_tcp_passive(t);
 		pf[n].fd = fd;

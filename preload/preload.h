@@ -108,6 +108,13 @@ static inline void rs_count_call(int ours, int fam)
 		rs_stat_add(RS_C_CALLS_OTHER + fam, 1);
 }
 
+/* Is s served by a ring (armed), rather than by the kernel? */
+static inline int rs_engine_serves(struct rs_sock *s)
+{
+	struct rs_tcp *t = atomic_load_explicit(&s->eng, memory_order_acquire);
+	return t && RS_LOAD(t->mode) == RS_TM_ARMED;
+}
+
 /* Common head of every fd trampoline: initialise if needed, count the call
  * in family fam, and return the fd's socket record (NULL: not ours, or
  * pass-through mode). */
@@ -125,7 +132,7 @@ static inline struct rs_sock *rs_enter_fd(int fd, int fam)
 	/* A call that goes to the kernel (another descriptor, or a socket the
 	 * engine does not serve) may block: sends this thread queued must not
 	 * wait for its next wait point. */
-	if (rs_unlikely(rs_ring_tls && rs_ring_tls->txq) && (!s || !atomic_load(&s->eng)))
+	if (rs_unlikely(rs_ring_tls && rs_ring_tls->txq) && (!s || !rs_engine_serves(s)))
 		rs_ring_flush_tx();
 	return s;
 }

@@ -435,6 +435,12 @@ ssize_t rs_tcp_send_call(struct rs_sock *s, int fd, const struct iovec *iov, int
  * accepted bytes reach the kernel first; detach when the call changes
  * something the engine emulates (reason >= 0). */
 void rs_tcp_before_kernel(struct rs_sock *s, int fd, int detach_reason);
+/* The program asks about urgent data (MSG_OOB, SO_OOBINLINE, SIOCATMARK,
+ * POLLPRI, EPOLLPRI, exceptfds): a receive of ours would read past the
+ * urgent mark, which only the kernel keeps, so the socket leaves the
+ * engine (passthrough urgent); what it holds is read first. */
+void rs_tcp_urgent(struct rs_sock *s, int fd);
+size_t rs_tcp_held(struct rs_tcp *t); /* received bytes the engine holds */
 void rs_tcp_sync_tx(struct rs_tcp *t);
 void rs_engine_fork_prepare_detached(void);
 void rs_engine_fork_release_detached(int child);

@@ -22,6 +22,8 @@
 #include <sys/mman.h>
 #include <time.h>
 
+#include <poll.h>
+
 #include "engine.h"
 #include "sys.h"
 
@@ -593,6 +595,14 @@ static int collect(struct rs_ep *ep, struct rs_ring *r, struct epoll_event *evs,
 			ready = rs_tcp_readiness(t);
 		} else if (!rs_tcp_passive(t) && (RS_LOAD(t->rx_bytes) || RS_LOAD(t->leftover))) {
 			ready = EPOLLIN | EPOLLRDNORM; /* held after detaching */
+			if (!g->engine) {
+				/* and what the kernel says of the socket meanwhile
+				 * (EPOLLPRI, EPOLLOUT...), in the same event, as one
+				 * kernel registration reports it */
+				struct pollfd p = { g->fd, (short)(g->events & 0xffff), 0 };
+				if (rs_syscall(SYS_poll, &p, 1, 0) == 1 && !(p.revents & POLLNVAL))
+					ready |= (unsigned)p.revents;
+			}
 		} else {
 			if (mode == RS_TM_DETACHING) {
 				*transient = 1;

@@ -537,8 +537,12 @@ void rs_engine_thread_exit(void *arg)
 		rs_tcp_ring_gone(r, r->owned);
 	rs_frag_pool_destroy(&r->frag);
 	rs_bufring_destroy(r);
-	io_uring_queue_exit(&r->ring);
+	/* The fd is closed once, here: io_uring_queue_exit would close the
+	 * number again, which another thread may have been given meanwhile
+	 * (the drain thread's ring, seen failing with EBADF). */
 	rs_fdguard_release(r->ring.ring_fd);
+	r->ring.ring_fd = -1;
+	io_uring_queue_exit(&r->ring);
 	rs_fdguard_release(r->evfd);
 	rs_ring_tls = NULL;
 	/* last: from here another thread may claim the record (under

@@ -851,8 +851,12 @@ static void note_recv(struct rs_sock *s)
 
 ssize_t rs_tcp_recv_call(struct rs_sock *s, int fd, const struct iovec *iov, int n, int flags)
 {
-	if (flags & (MSG_OOB | MSG_ERRQUEUE))
-		return RS_PASS; /* urgent data and the error queue are the kernel's */
+	if (flags & MSG_OOB) {
+		rs_tcp_urgent(s, fd); /* the kernel's, from now on */
+		return RS_PASS;
+	}
+	if (flags & MSG_ERRQUEUE)
+		return RS_PASS; /* the error queue is the kernel's */
 	int block = !s->nonblock && !(flags & MSG_DONTWAIT);
 	/* MSG_WAITALL on a blocking socket: until the buffer is full, the
 	 * stream ends, an error, the timeout or a signal */
@@ -1013,6 +1017,12 @@ ssize_t rs_tcp_send_call(struct rs_sock *s, int fd, const struct iovec *iov, int
 	return with_done(done, r);
 }
 
+void rs_tcp_urgent(struct rs_sock *s, int fd)
+{
+	rs_tcp_before_kernel(s, fd, RINGSOCK_PT_URGENT);
+	rs_tcp_passthrough(s, RINGSOCK_PT_URGENT);
+}
+
 void rs_tcp_before_kernel(struct rs_sock *s, int fd, int detach_reason)
 {
 	struct rs_tcp *t = rs_tcp_enter(s, fd, 0);
@@ -1137,6 +1147,35 @@ static int take_error(struct rs_tcp *t)
 	return e;
 }
 
+/* All the engine held went to a read with room left, and the kernel has
+ * the socket's input now (detached, or reads through the kernel with no
+ * receive of ours in flight): the read goes on into the kernel's queue,
+ * without waiting, as one kernel read would have taken both.  Returns the
+ * bytes added. */
+static size_t kernel_rest(struct rs_tcp *t, const struct iovec *iov, int iovcnt, size_t skip, int flags)
+{
+	if (flags & MSG_TRUNC || iovcnt > 8 || t->fd < 0)
+		return 0;
+	if (!(t->mode == RS_TM_DETACHED ||
+	      (t->mode == RS_TM_ARMED && (t->rx_direct || t->rx_starved) && !t->recv_armed)))
+		return 0;
+	struct iovec v[8];
+	int n = 0;
+	for (int i = 0; i < iovcnt; i++) {
+		if (skip >= iov[i].iov_len) {
+			skip -= iov[i].iov_len;
+			continue;
+		}
+		v[n].iov_base = (char *)iov[i].iov_base + skip;
+		v[n].iov_len = iov[i].iov_len - skip;
+		skip = 0;
+		n++;
+	}
+	struct msghdr m = { .msg_iov = v, .msg_iovlen = (size_t)n };
+	long k = rs_syscall(SYS_recvmsg, t->fd, &m, (flags & MSG_PEEK) | MSG_DONTWAIT);
+	return k > 0 ? (size_t)k : 0;
+}
+
 ssize_t rs_tcp_recv(struct rs_tcp *t, const struct iovec *iov, int iovcnt, int flags)
 {
 	size_t want = iov_total(iov, iovcnt); /* with MSG_TRUNC: bytes to discard */
@@ -1145,8 +1184,11 @@ ssize_t rs_tcp_recv(struct rs_tcp *t, const struct iovec *iov, int iovcnt, int f
 		size_t got = 0;
 		if (want == 0 && rx_held(t))
 			return 0; /* like tcp_recvmsg: 0 with data queued, else EAGAIN */
-		if (rx_held(t))
+		size_t held = rx_held(t);
+		if (held)
 			got = rx_copy(t, iov, iovcnt, want, flags);
+		if (got && got == held && got < want)
+			got += kernel_rest(t, iov, iovcnt, got, flags);
 		if (got) {
 			if (!(flags & MSG_PEEK))
 				maybe_unthrottle(t);
@@ -1700,6 +1742,11 @@ unsigned rs_tcp_readiness(struct rs_tcp *t)
 	    (!t->drain && t->tx_bytes < t->tx_limit && !RS_LOAD(t->kfull)))
 		ev |= EPOLLOUT | EPOLLWRNORM;
 	return ev;
+}
+
+size_t rs_tcp_held(struct rs_tcp *t)
+{
+	return rx_held(t);
 }
 
 int rs_tcp_fionread(struct rs_tcp *t, int *out)
