@@ -237,10 +237,49 @@ static void set_default(struct rs_config *cfg, int id)
 	cfg->from_env[id] = 0;
 }
 
+/* Bytes of a name or value as printable ASCII: anything else as \xNN, so a
+ * message never carries raw bytes of another encoding to the terminal. */
+static const char *printable(const char *s, size_t n, char *out, size_t outlen)
+{
+	size_t o = 0;
+	for (size_t i = 0; i < n && o + 5 < outlen; i++) {
+		unsigned char c = (unsigned char)s[i];
+		if (c >= 0x20 && c < 0x7f)
+			out[o++] = (char)c;
+		else
+			o += (size_t)snprintf(out + o, outlen - o, "\\x%02x", c);
+	}
+	out[o] = 0;
+	return out;
+}
+
+/* Will a problem refuse the program?  refusing < 0: RINGSOCK_STRICT says. */
+static int strict_in(char *const *envp, int refusing)
+{
+	if (refusing >= 0)
+		return refusing;
+	int id = rs_knob_find("RINGSOCK_STRICT", strlen("RINGSOCK_STRICT"));
+	for (char *const *e = envp; e && *e; e++) {
+		const char *eq = strchr(*e, '=');
+		long long n;
+		char tmp[RS_STR_KNOB_MAX], why[128];
+		if (eq && (size_t)(eq - *e) == strlen("RINGSOCK_STRICT") &&
+		    !strncmp(*e, "RINGSOCK_STRICT", (size_t)(eq - *e)))
+			return rs_knob_parse_value(id, eq + 1, &n, tmp, sizeof(tmp), why, sizeof(why)) == 0 && n;
+	}
+	return 0;
+}
+
 int rs_config_parse(struct rs_config *cfg, char *const *envp, rs_diag_fn diag, void *ctx)
 {
-	char msg[1024], why[128], accepted[256];
+	return rs_config_parse_ex(cfg, envp, diag, ctx, -1);
+}
+
+int rs_config_parse_ex(struct rs_config *cfg, char *const *envp, rs_diag_fn diag, void *ctx, int refusing)
+{
+	char msg[1024], why[128], accepted[256], name[256], value[256];
 	int problems = 0;
+	int refuse = strict_in(envp, refusing);
 
 	memset(cfg, 0, sizeof(*cfg));
 	for (int i = 0; i < RS_K_COUNT; i++)
@@ -268,12 +307,14 @@ int rs_config_parse(struct rs_config *cfg, char *const *envp, rs_diag_fn diag, v
 					bi = i;
 				}
 			}
+			printable(ent, nl, name, sizeof(name));
+			const char *fate = refuse ? "" : " ignored";
 			if (bi >= 0 && best <= 3)
-				snprintf(msg, sizeof(msg), "unknown variable %.*s ignored (did you mean %s?)",
-					 (int)nl, ent, rs_knobs[bi].name);
+				snprintf(msg, sizeof(msg), "unknown variable %s%s (did you mean %s?)", name, fate,
+					 rs_knobs[bi].name);
 			else
-				snprintf(msg, sizeof(msg),
-					 "unknown variable %.*s ignored (see 'ringsock knobs')", (int)nl, ent);
+				snprintf(msg, sizeof(msg), "unknown variable %s%s (see 'ringsock knobs')", name,
+					 fate);
 			problems++;
 			if (diag)
 				diag(ctx, msg);
@@ -289,8 +330,13 @@ int rs_config_parse(struct rs_config *cfg, char *const *envp, rs_diag_fn diag, v
 			continue;
 		}
 		rs_knob_describe(id, accepted, sizeof(accepted));
-		snprintf(msg, sizeof(msg), "%s='%.200s' is invalid (%s): expected %s; using the default %s",
-			 rs_knobs[id].name, val, why, accepted, rs_knobs[id].def);
+		printable(val, strlen(val), value, 200);
+		if (refuse)
+			snprintf(msg, sizeof(msg), "%s='%s' is invalid (%s): expected %s", rs_knobs[id].name,
+				 value, why, accepted);
+		else
+			snprintf(msg, sizeof(msg), "%s='%s' is invalid (%s): expected %s; using the default %s",
+				 rs_knobs[id].name, value, why, accepted, rs_knobs[id].def);
 		problems++;
 		if (diag)
 			diag(ctx, msg);

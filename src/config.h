@@ -67,6 +67,10 @@ typedef void (*rs_diag_fn)(void *ctx, const char *msg);
  * name produces one diagnostic (with the closest known name).  Returns the
  * number of diagnostics. */
 int rs_config_parse(struct rs_config *cfg, char *const *envp, rs_diag_fn diag, void *ctx);
+/* The same; refusing says whether a problem refuses the program (1: the
+ * launcher, which always does; -1: as RINGSOCK_STRICT says), which the
+ * messages then say instead of "ignored" and "using the default". */
+int rs_config_parse_ex(struct rs_config *cfg, char *const *envp, rs_diag_fn diag, void *ctx, int refusing);
 
 /* Parse one value for knob id into *out (and str for STRING).  Returns 0,
  * or -1 with a reason in why[whylen]. */

@@ -405,8 +405,12 @@ static struct rs_tcp *arm(struct rs_sock *s, int fd)
 	if (atomic_load(&s->nfds) != 1 || !connected(s, fd))
 		return NULL; /* maybe later */
 	struct rs_ring *r = rs_ring_get();
-	if (!r)
+	if (!r) {
+		/* io_uring refused for this thread (kernel.io_uring_disabled,
+		 * seccomp, limits): the kernel serves the socket, and says why */
+		rs_tcp_passthrough(s, RINGSOCK_PT_NO_IO_URING);
 		return NULL;
+	}
 	struct rs_tcp *t = calloc(1, sizeof(*t));
 	if (!t)
 		return NULL;

@@ -125,8 +125,9 @@ int rs_cli_check(const struct rs_config *cfg, int knobs_only)
 		printf("%-26spassed through to the kernel: RINGSOCK_SETUP=%s (the engine needs "
 		       "DEFER_TASKRUN)\n", "sockets:", cfg->v[RS_K_SETUP] == 2 ? "coop" : "plain");
 	else
-		printf("%-26snonblocking connected TCP sockets are served by the io_uring engine; "
-		       "UDP, listeners and blocking sockets go to the kernel\n", "sockets:");
+		printf("%-26sconnected TCP sockets are served by the io_uring engine%s; "
+		       "UDP and listeners go to the kernel\n", "sockets:",
+		       cfg->v[RS_K_BLOCKING] == 1 ? " (blocking ones go to the kernel: RINGSOCK_BLOCKING=kernel)" : "");
 	printf("network links:\n");
 	rs_netinfo_print_links(stdout, "  ");
 	print_knobs(cfg);

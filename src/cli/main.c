@@ -292,7 +292,7 @@ int main(int argc, char **argv)
 		if (set_knob(sets[i]))
 			return 2;
 	struct rs_config cfg;
-	int problems = rs_config_parse(&cfg, environ, print_diag, NULL);
+	int problems = rs_config_parse_ex(&cfg, environ, print_diag, NULL, 1);
 	if (problems) {
 		fprintf(stderr, "ringsock: refusing to start: %d problem%s with RINGSOCK_* knobs\n",
 			problems, problems == 1 ? "" : "s");

@@ -12,13 +12,15 @@
 
 struct diags {
 	int n;
+	char first[1024];
 	char last[1024];
 };
 
 static void collect(void *ctx, const char *msg)
 {
 	struct diags *d = ctx;
-	d->n++;
+	if (d->n++ == 0)
+		snprintf(d->first, sizeof(d->first), "%s", msg);
 	snprintf(d->last, sizeof(d->last), "%s", msg);
 }
 
@@ -222,6 +224,32 @@ static void test_unknown_names(void **state)
 	assert_int_equal(cfg.v[RS_K_LOG], RS_LOG_INFO);
 }
 
+/* Messages carry printable ASCII only, and say "ignored"/"using the
+ * default" only when the program is not refused for the problem. */
+static void test_message_wording(void **state)
+{
+	(void)state;
+	struct rs_config cfg;
+	struct diags d;
+	char *bad_name[] = { "RINGSOCK_F\xff\x1bOO=1", NULL };
+	memset(&d, 0, sizeof(d));
+	assert_int_equal(rs_config_parse(&cfg, bad_name, collect, &d), 1);
+	assert_non_null(strstr(d.last, "RINGSOCK_F\\xff\\x1bOO ignored"));
+	char *bad_value[] = { "RINGSOCK_BUF_COUNT=\xfe", NULL };
+	memset(&d, 0, sizeof(d));
+	assert_int_equal(rs_config_parse(&cfg, bad_value, collect, &d), 1);
+	assert_non_null(strstr(d.last, "'\\xfe'"));
+	assert_non_null(strstr(d.last, "using the default"));
+	char *strict[] = { "RINGSOCK_TYPO=1", "RINGSOCK_BUF_COUNT=x", "RINGSOCK_STRICT=1", NULL };
+	memset(&d, 0, sizeof(d));
+	assert_int_equal(rs_config_parse(&cfg, strict, collect, &d), 2);
+	assert_null(strstr(d.first, "ignored"));
+	assert_null(strstr(d.last, "using the default"));
+	memset(&d, 0, sizeof(d));
+	assert_int_equal(rs_config_parse_ex(&cfg, bad_value, collect, &d, 1), 1);
+	assert_null(strstr(d.last, "using the default"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -232,6 +260,7 @@ int main(void)
 		cmocka_unit_test(test_sizes_and_bools),
 		cmocka_unit_test(test_enums_flags_strings),
 		cmocka_unit_test(test_unknown_names),
+		cmocka_unit_test(test_message_wording),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
