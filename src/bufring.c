@@ -74,7 +74,7 @@ void rs_bufring_destroy(struct rs_ring *r)
 void rs_buf_flush(struct rs_ring *r)
 {
 	struct rs_bufring *b = &r->buf;
-	if (!b->pending)
+	if (!b->pending || rs_fault(RS_FAULT_BUF_HOLD))
 		return;
 	io_uring_buf_ring_advance(b->br, (int)b->pending);
 	b->pending = 0;

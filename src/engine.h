@@ -104,6 +104,25 @@ struct rs_ring;
 struct rs_tcp;
 struct rs_ep;
 
+/* Fault injection for the tests: a test library preloaded in front of
+ * this one may define ringsock_test_fault(); at each site below the engine
+ * asks it whether to fail the way the kernel can (tests/integration/
+ * faults.c).  Without it the cost is one load and a branch not taken. */
+enum {
+	RS_FAULT_SETUP = 1,   /* a thread's ring: io_uring setup refused (ENOMEM) */
+	RS_FAULT_ENTER,       /* io_uring_enter refused (EEXIST, as for a submitter
+			       * that is not the ring's owner): nothing submitted */
+	RS_FAULT_SHORT_SEND,  /* a send submitted with only its first few bytes */
+	RS_FAULT_CANCEL,      /* a multishot receive cancelled as soon as armed */
+	RS_FAULT_BUF_HOLD,    /* consumed buffers not given back yet (ENOBUFS) */
+	RS_FAULT_NO_SQE,      /* the submission queue has no room */
+};
+__attribute__((weak, visibility("default"))) int ringsock_test_fault(int site);
+static inline int rs_fault(int site)
+{
+	return rs_unlikely(ringsock_test_fault != NULL) && ringsock_test_fault(site);
+}
+
 /* ---- frag.c: send memory ------------------------------------------------ */
 struct rs_chunk {
 	struct rs_chunk *next;  /* free list */

@@ -95,6 +95,8 @@ static int ring_create(struct rs_ring *r)
 		  IORING_SETUP_TASKRUN_FLAG | IORING_SETUP_SUBMIT_ALL | IORING_SETUP_CQSIZE;
 	unsigned entries = (unsigned)rs_rt.cfg.v[RS_K_RING_ENTRIES];
 	p.cq_entries = entries * 8;
+	if (rs_fault(RS_FAULT_SETUP))
+		return -ENOMEM;
 	int e = io_uring_queue_init_params(entries, &r->ring, &p);
 	if (e < 0)
 		return e;
@@ -212,6 +214,8 @@ static int ring_enter(struct rs_ring *r, unsigned wait_nr, struct __kernel_times
 {
 	struct io_uring_cqe *cqe;
 	int e;
+	if (rs_fault(RS_FAULT_ENTER))
+		return -EEXIST; /* (callers look again later) */
 	rs_stat_add(RS_C_URING_ENTERS, 1);
 	r->sq_sends = 0; /* whatever is in the SQ goes now */
 	if (wait_nr == 0)
@@ -223,6 +227,8 @@ static int ring_enter(struct rs_ring *r, unsigned wait_nr, struct __kernel_times
 
 struct io_uring_sqe *rs_ring_sqe(struct rs_ring *r)
 {
+	if (rs_fault(RS_FAULT_NO_SQE))
+		return NULL;
 	struct io_uring_sqe *sqe = io_uring_get_sqe(&r->ring);
 	if (rs_unlikely(!sqe)) {
 		rs_buf_flush(r);

@@ -282,6 +282,18 @@ static void owned_unlink(struct rs_ring *r, struct rs_tcp *t)
  * field), then never tried again. */
 static int recv_cap_ok = 1;
 
+static void push_detach(struct rs_ring *r, struct rs_tcp *t);
+static void cancel_recv(struct rs_ring *r, struct rs_tcp *t);
+
+static void queue_rearm(struct rs_ring *r, struct rs_tcp *t)
+{
+	if (t->on_rearm)
+		return;
+	t->on_rearm = 1;
+	t->rearm_next = r->rearm;
+	r->rearm = t;
+}
+
 void rs_tcp_submit_recv(struct rs_ring *r, struct rs_tcp *t)
 {
 	if (t->recv_armed || t->throttled || t->rx_eof || t->rx_err || t->closing || t->rx_stop ||
@@ -303,8 +315,10 @@ void rs_tcp_submit_recv(struct rs_ring *r, struct rs_tcp *t)
 		cap = t->rx_limit - held;
 	}
 	struct io_uring_sqe *sqe = rs_ring_sqe(r);
-	if (!sqe)
+	if (!sqe) {
+		queue_rearm(r, t); /* no room in the SQ: at the next round */
 		return;
+	}
 	io_uring_prep_recv_multishot(sqe, t->fd, NULL, 0, 0);
 	sqe->flags |= IOSQE_BUFFER_SELECT;
 	sqe->buf_group = r->buf.bgid;
@@ -319,6 +333,8 @@ void rs_tcp_submit_recv(struct rs_ring *r, struct rs_tcp *t)
 	r->nrecv++;
 	t->recv_cancel = 0;
 	t->ops_inflight++;
+	if (rs_fault(RS_FAULT_CANCEL))
+		cancel_recv(r, t);
 }
 
 static void cancel_recv(struct rs_ring *r, struct rs_tcp *t)
@@ -326,8 +342,12 @@ static void cancel_recv(struct rs_ring *r, struct rs_tcp *t)
 	if (!t->recv_armed || t->recv_cancel)
 		return;
 	struct io_uring_sqe *sqe = rs_ring_sqe(r);
-	if (!sqe)
+	if (!sqe) {
+		/* no room in the SQ: the next round tries again (and a wait
+		 * for the receive to end makes rounds) */
+		push_detach(r, t);
 		return;
+	}
 	io_uring_prep_cancel64(sqe, RS_UD(t, RS_UD_RECV), 0);
 	io_uring_sqe_set_data64(sqe, RS_UD(t, RS_UD_CANCEL));
 	t->recv_cancel = 1;
@@ -1135,11 +1155,8 @@ static void maybe_unthrottle(struct rs_tcp *t)
 	if ((size_t)t->rx_bufs * r->buf.size > t->rx_limit / 2)
 		return;
 	t->throttled = 0;
-	if (!t->recv_armed && !t->on_rearm) {
-		t->on_rearm = 1;
-		t->rearm_next = r->rearm;
-		r->rearm = t;
-	}
+	if (!t->recv_armed)
+		queue_rearm(r, t);
 }
 
 static int take_error(struct rs_tcp *t)
@@ -1522,8 +1539,14 @@ void rs_tcp_submit_tx(struct rs_ring *r, struct rs_tcp *t)
 	if (t->send_inflight || !t->tx_cnt || t->fd < 0)
 		return;
 	struct io_uring_sqe *sqe = rs_ring_sqe(r);
-	if (!sqe)
+	if (!sqe) {
+		if (!t->on_txq) { /* no room in the SQ: at the next round */
+			t->on_txq = 1;
+			t->txq_next = r->txq;
+			r->txq = t;
+		}
 		return;
+	}
 	uint32_t k = t->tx_cnt < RS_TX_IOV ? t->tx_cnt : RS_TX_IOV;
 	size_t bytes = 0;
 	for (uint32_t i = 0; i < k; i++) {
@@ -1531,6 +1554,12 @@ void rs_tcp_submit_tx(struct rs_ring *r, struct rs_tcp *t)
 		t->txs->iov[i].iov_base = g->data;
 		t->txs->iov[i].iov_len = g->len;
 		bytes += g->len;
+	}
+	if (rs_fault(RS_FAULT_SHORT_SEND)) {
+		k = 1; /* the first few bytes only: the kernel took less */
+		if (t->txs->iov[0].iov_len > 7)
+			t->txs->iov[0].iov_len = 7;
+		bytes = t->txs->iov[0].iov_len;
 	}
 	/* MSG_DONTWAIT: it completes at submission, with what the kernel's
 	 * buffer took (never polled, never queued to io-wq).  One segment is
@@ -1672,12 +1701,9 @@ static void recv_done(struct rs_ring *r, struct rs_tcp *t, struct io_uring_cqe *
 		t->recv_armed = 0;
 		r->nrecv--;
 		t->ops_inflight--;
-		if (!t->on_rearm && t->mode == RS_TM_ARMED && !t->closing && !t->throttled &&
-		    !t->rx_stop && !t->rx_eof && !t->rx_err && !t->rx_direct && !t->shut_rd) {
-			t->on_rearm = 1;
-			t->rearm_next = r->rearm;
-			r->rearm = t;
-		}
+		if (t->mode == RS_TM_ARMED && !t->closing && !t->throttled && !t->rx_stop && !t->rx_eof &&
+		    !t->rx_err && !t->rx_direct && !t->shut_rd)
+			queue_rearm(r, t);
 	}
 }
 
