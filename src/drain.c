@@ -444,6 +444,8 @@ static void stop(void)
 	uint64_t one = 1;
 	rs_sys_write(dr.evfd, &one, sizeof(one));
 	pthread_join(dr.th, NULL);
+	/* (under the lock: another thread's rs_drain_watch reads the state) */
+	rs_mutex_lock(&dr.lock);
 	rs_fdguard_release(dr.evfd);
 	rs_fdguard_release(dr.ring.ring_fd);
 	dr.ring.ring_fd = -1;
@@ -451,6 +453,7 @@ static void stop(void)
 	dr.evfd = -1;
 	dr.state = 0;
 	dr.restart = 1;
+	rs_mutex_unlock(&dr.lock);
 }
 
 void rs_drain_stop(void)

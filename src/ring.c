@@ -35,10 +35,12 @@ static void atfork_prepare(void)
 	rs_engine_before_fork();
 	rs_engine_fork_prepare_detached();
 	rs_drain_before_fork();
+	rs_stats_before_fork(); /* last: the drain thread may have been exiting */
 }
 
 static void atfork_parent(void)
 {
+	rs_stats_after_fork_parent();
 	rs_drain_after_fork(0);
 	rs_engine_fork_release_detached(0);
 	rs_engine_after_fork_parent();
@@ -295,7 +297,7 @@ int rs_ring_has_completions(struct rs_ring *r)
 
 int rs_ring_has_input_work(struct rs_ring *r)
 {
-	return rs_ring_has_completions(r) || io_uring_sq_ready(&r->ring) || r->detach ||
+	return rs_ring_has_completions(r) || io_uring_sq_ready(&r->ring) || RS_LOAD(r->detach) ||
 	       (r->rearm && r->buf.held < r->buf.count);
 }
 
@@ -303,7 +305,7 @@ int rs_ring_has_work(struct rs_ring *r)
 {
 	unsigned flags = ring_flags(r);
 	return (flags & (IORING_SQ_TASKRUN | IORING_SQ_CQ_OVERFLOW)) || io_uring_cq_ready(&r->ring) ||
-	       io_uring_sq_ready(&r->ring) || r->txq || r->detach || r->buf.pending ||
+	       io_uring_sq_ready(&r->ring) || RS_LOAD(r->txq) || RS_LOAD(r->detach) || r->buf.pending ||
 	       (r->rearm && r->buf.held < r->buf.count);
 }
 
@@ -608,7 +610,11 @@ void rs_engine_before_fork(void)
 	struct rs_ring *mine = rs_ring_tls;
 	rs_mutex_lock(&all_lock);
 	for (struct rs_ring *r = all_rings; r; r = r->all_next) {
-		if (!lock_live(r))
+		/* Every ring's lock, a dead one's too: the child re-creates them
+		 * all, and none may be in the middle of an unlock (an exiting
+		 * thread releases its ring's after marking it dead). */
+		rs_ring_lock(r);
+		if (__atomic_load_n(&r->dead, __ATOMIC_ACQUIRE))
 			continue;
 		if (r == mine)
 			rs_ring_progress(r);
@@ -626,8 +632,7 @@ void rs_engine_after_fork_parent(void)
 	if (!rs_engine_on)
 		return;
 	for (struct rs_ring *r = all_rings; r; r = r->all_next)
-		if (!r->dead)
-			rs_ring_unlock(r);
+		rs_ring_unlock(r);
 	rs_mutex_unlock(&all_lock);
 }
 

@@ -4,6 +4,7 @@
  * resolved, and the hooks below around fork, exec and exit.
  */
 #include <netinet/in.h>
+#include <pthread.h>
 #include <string.h>
 #include <sys/socket.h>
 
@@ -61,6 +62,11 @@ void rs_runtime_init(char *const *envp, int secure)
 		rs_rt.pt_reason = RINGSOCK_PT_ENGINE_OFF;
 	if (!rs_rt.passthrough && rs_rt.pt_reason == RINGSOCK_PT_ENGINE_OFF)
 		rs_engine_init();
+	/* No thread may be updating the counters' registry when fork copies
+	 * it; with the engine on, its own fork handlers see to that, after
+	 * the drain thread has stopped. */
+	if (!rs_engine_on)
+		pthread_atfork(rs_stats_before_fork, rs_stats_after_fork_parent, NULL);
 	rs_stats_setup();
 	rs_info("ringsock %s loaded: %s", RS_VERSION_STRING,
 		rs_rt.passthrough ? "RINGSOCK_DISABLE=1, pure pass-through"

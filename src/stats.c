@@ -98,6 +98,18 @@ void rs_stats_snapshot(uint64_t out[RS_C_COUNT])
 	reg_lock_drop();
 }
 
+/* Around fork: no thread may be in the middle of an update of the
+ * registry when the child gets its copy (the child then starts afresh). */
+void rs_stats_before_fork(void)
+{
+	reg_lock_take();
+}
+
+void rs_stats_after_fork_parent(void)
+{
+	reg_lock_drop();
+}
+
 void rs_stats_atfork_child(void)
 {
 	/* The child has one thread and starts from zero. */

@@ -362,8 +362,17 @@ static void go_direct(struct rs_ring *r, struct rs_tcp *t)
 	t->rx_probation = 0; /* for good */
 	if (t->rx_direct)
 		return;
-	t->rx_direct = 1;
-	cancel_recv(r, t);
+	RS_STORE(t->rx_direct, 1);
+	if (r == rs_ring_tls) {
+		cancel_recv(r, t);
+	} else {
+		/* Another thread's ring (fork, spawn): only its owner touches its
+		 * submission queue; it cancels the receive before it next enters
+		 * the kernel, where the receive could run. */
+		push_detach(r, t);
+		uint64_t one = 1;
+		rs_sys_write(r->evfd, &one, sizeof(one));
+	}
 	rs_ep_sock_rx_direct(t);
 }
 
@@ -609,7 +618,7 @@ static void push_detach(struct rs_ring *r, struct rs_tcp *t)
 	if (!t->on_detach) {
 		t->on_detach = 1;
 		t->detach_next = r->detach;
-		r->detach = t;
+		RS_STORE(r->detach, t); /* (the owner looks without the lock) */
 	}
 }
 
@@ -1616,7 +1625,7 @@ void rs_tcp_flush_queued(struct rs_ring *r)
 	/* (a socket drain_handover cannot hand over goes back on r->txq for
 	 * its owner: walk the list as it was) */
 	struct rs_tcp *list = r->txq;
-	r->txq = NULL;
+	RS_STORE(r->txq, NULL); /* (the owner looks without the lock) */
 	while (list) {
 		struct rs_tcp *t = list;
 		list = t->txq_next;
