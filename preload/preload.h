@@ -149,6 +149,18 @@ static inline int rs_enter(void)
 	return !rs_rt.passthrough;
 }
 
+/* The six arguments of syscall(2), each read as a long (as the C
+ * library's own syscall() passes them on). */
+#define RS_SYSCALL_ARGS(nr, a)                     \
+	long a[6];                                 \
+	do {                                       \
+		va_list ap_;                       \
+		va_start(ap_, nr);                 \
+		for (int i_ = 0; i_ < 6; i_++)     \
+			a[i_] = va_arg(ap_, long); \
+		va_end(ap_);                       \
+	} while (0)
+
 /* Count bytes moved on a tracked socket. */
 static inline void rs_count_bytes(struct rs_sock *s, int ctr, long r)
 {

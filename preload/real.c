@@ -174,12 +174,8 @@ static FILE *rs_fb_popen(const char *cmd, const char *mode)
 
 static long rs_fb_syscall(long nr, ...)
 {
-	va_list ap;
-	va_start(ap, nr);
-	long a = va_arg(ap, long), b = va_arg(ap, long), c = va_arg(ap, long);
-	long d = va_arg(ap, long), e = va_arg(ap, long), f = va_arg(ap, long);
-	va_end(ap);
-	return rs_ret(rs_syscall(nr, a, b, c, d, e, f));
+	RS_SYSCALL_ARGS(nr, a);
+	return rs_ret(rs_syscall(nr, a[0], a[1], a[2], a[3], a[4], a[5]));
 }
 
 RS_HIDDEN pid_t rs_fb_vfork(void);

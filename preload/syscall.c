@@ -128,16 +128,12 @@ static long routed(long nr, long a, long b, long c, long d, long e, long f, int 
 
 RS_EXPORT long syscall(long nr, ...)
 {
-	va_list ap;
-	va_start(ap, nr);
-	long a = va_arg(ap, long), b = va_arg(ap, long), c = va_arg(ap, long);
-	long d = va_arg(ap, long), e = va_arg(ap, long), f = va_arg(ap, long);
-	va_end(ap);
+	RS_SYSCALL_ARGS(nr, a);
 	if (rs_ready() && !rs_rt.passthrough) {
 		int done;
-		long r = routed(nr, a, b, c, d, e, f, &done);
+		long r = routed(nr, a[0], a[1], a[2], a[3], a[4], a[5], &done);
 		if (done)
 			return r;
 	}
-	return REAL(syscall)(nr, a, b, c, d, e, f);
+	return REAL(syscall)(nr, a[0], a[1], a[2], a[3], a[4], a[5]);
 }

@@ -61,7 +61,7 @@ static inline void rs_stat_add(int idx, uint64_t n);
 void rs_stats_snapshot(uint64_t out[RS_C_COUNT]);
 int rs_stats_format(char *buf, size_t len);
 void rs_stats_before_fork(void);
-void rs_stats_after_fork_parent(void);
+void rs_stats_after_fork(void); /* parent and child */
 void rs_stats_atfork_child(void);
 void rs_stats_report_at_exit(void); /* once per process, if RINGSOCK_STATS asks */
 

@@ -40,7 +40,7 @@ static void atfork_prepare(void)
 
 static void atfork_parent(void)
 {
-	rs_stats_after_fork_parent();
+	rs_stats_after_fork();
 	rs_drain_after_fork(0);
 	rs_engine_fork_release_detached(0);
 	rs_engine_after_fork_parent();
@@ -53,6 +53,7 @@ static void atfork_child(void)
 	rs_vfork_pending = 0;
 	rs_rt.pid = rs_sys_getpid();
 	rs_lock_depth = 0; /* the locks fork held are new ones in the child */
+	rs_stats_after_fork();
 	rs_drain_after_fork(1);
 	rs_engine_fork_release_detached(1);
 	rs_engine_after_fork_child();

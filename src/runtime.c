@@ -4,7 +4,6 @@
  * resolved, and the hooks below around fork, exec and exit.
  */
 #include <netinet/in.h>
-#include <pthread.h>
 #include <string.h>
 #include <sys/socket.h>
 
@@ -66,7 +65,7 @@ void rs_runtime_init(char *const *envp, int secure)
 	 * it; with the engine on, its own fork handlers see to that, after
 	 * the drain thread has stopped. */
 	if (!rs_engine_on)
-		pthread_atfork(rs_stats_before_fork, rs_stats_after_fork_parent, NULL);
+		pthread_atfork(rs_stats_before_fork, rs_stats_after_fork, rs_stats_after_fork);
 	rs_stats_setup();
 	rs_info("ringsock %s loaded: %s", RS_VERSION_STRING,
 		rs_rt.passthrough ? "RINGSOCK_DISABLE=1, pure pass-through"

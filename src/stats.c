@@ -105,9 +105,10 @@ void rs_stats_before_fork(void)
 	reg_lock_take();
 }
 
-void rs_stats_after_fork_parent(void)
+void rs_stats_after_fork(void)
 {
-	reg_lock_drop();
+	reg_lock_drop(); /* in both processes: a fork made inside libc
+			  * (daemon()) never reaches rs_stats_atfork_child */
 }
 
 void rs_stats_atfork_child(void)

@@ -1,35 +1,42 @@
 #!/usr/bin/python3
 """Helper of realprog_spawn.sh: a Python server that starts child processes
-in every way Python offers while it holds a TCP connection with data read
+in every way Python offers while it holds TCP connections with data read
 ahead, and the peer that talks to it.
 
   realprog_spawn_server.py server PORTFILE   listen on 127.0.0.1:0, write the
-                                             port to PORTFILE, serve one peer
+                                             port to PORTFILE, serve the peer
   realprog_spawn_server.py peer PORT         connect and follow the protocol
 
-Messages on the connection: kind (1 byte), length (4 bytes, big endian),
-payload, sha256(payload) (32 bytes); the receiver checks every digest.
+Messages: kind (1 byte), length (4 bytes, big endian), payload,
+sha256(payload) (32 bytes); the receiver checks every digest.
 
-  G name   server -> peer: a step starts; the peer answers with a D block
-  D data   peer -> server: the step's block (seeded, so the same every run)
-  N text   either way: a note, printed by the peer in arrival order
-  B data   server -> peer: the server's block; the peer answers A
+  S name   server -> peer, on "long": a step starts; open a "fresh" connection
+  D data   peer -> server: 40 warm-up messages echoed back (D), then the
+           step's block of 20000 bytes (seeded: the same on every run)
+  G name   server -> peer: send the step's block now
+  N text   server or a child -> peer: a note, printed in arrival order
+  B data   server -> peer: the server's block of 30000 bytes; answered by
   A digest peer -> server: sha256 of the B block as the peer received it
-  Q        server -> peer: done
+  Q        server -> peer: close this connection
 
-For each step the server waits until the peer's whole D block is readable
-(FIONREAD; under ringsock the engine has read it ahead into its queue),
-reads only its header, starts a child (subprocess.run with close_fds=True,
-subprocess.run with pass_fds=[the socket], os.posix_spawn, os.system,
-subprocess.Popen with stdout=PIPE, asyncio.create_subprocess_exec with a
-signal-based child watcher), then checks that the SIGTERM, SIGUSR1 and
-SIGCHLD handlers installed with signal.signal still run, reads the rest of
-the block, and sends its own block.  Python's subprocess starts children
-with vfork; the child resets signal handlers and closes every descriptor
-before exec, in the parent's memory.
+"long" is opened first and stays open through every step (after the first
+spawn it is a socket a child had); each step opens a "fresh" one, warmed up
+(read in small pieces, so the engine arms its receive: RINGSOCK_ARM_AFTER)
+after the previous spawn.  For each step the server waits until the peer's
+blocks are readable on both (FIONREAD; under ringsock the engine has read
+them ahead into its queue), reads only their headers, starts a child the
+step's way (subprocess.run with close_fds=False, subprocess.run with
+close_fds=True, subprocess.run with pass_fds=[fresh] whose child writes a
+note on it, os.posix_spawn, os.system, subprocess.Popen with stdout=PIPE,
+asyncio.create_subprocess_exec under a SIGCHLD-driven child watcher), checks
+that the SIGTERM, SIGUSR1 and SIGCHLD handlers installed with signal.signal
+still run, reads the rest of both blocks and sends its own.  Python's
+subprocess starts children with vfork: the child resets signal handlers and
+closes descriptors before exec, in the parent's memory.
 
-Everything printed is deterministic: the test compares the whole output of
-a plain run with the output under LD_PRELOAD=libringsock.so.
+Standard output is deterministic: the test compares a plain run with runs
+under LD_PRELOAD=libringsock.so.  Standard error says, per step, how much of
+each block the kernel still held (readahead ... kernel=0: the engine had it).
 """
 import asyncio
 import fcntl
@@ -48,7 +55,7 @@ import warnings
 
 PY = "/usr/bin/python3"
 DEADLINE = 15.0  # seconds for any one wait; the shell's timeout bounds the run
-STEPS = ["run_close_fds", "run_pass_fds", "posix_spawn", "system", "popen_pipe", "asyncio_exec"]
+STEPS = ["run_keep_fds", "run_close_fds", "run_pass_fds", "posix_spawn", "system", "popen_pipe", "asyncio_exec"]
 
 
 def out(*a):
@@ -150,8 +157,8 @@ def install_handlers():
 
 
 def check_signals(step, watched=WATCHED):
-    """Raise each signal at ourselves: its handler must run (a lost SIGTERM
-    or SIGUSR1 handler kills the process, a lost SIGCHLD one does nothing)."""
+    """Raise each signal at ourselves: its handler must run.  A lost handler
+    shows as LOST, or kills the process (SIGTERM, SIGUSR1 by default)."""
     res = []
     for sig, name in watched:
         fired.discard(sig)
@@ -180,6 +187,12 @@ print("child wrote %d bytes on the socket" % (len(p) + 37))
 def spawn(step, c):
     """Start a child the step's way; return a line describing its result."""
     fd = c.s.fileno()
+    if step == "run_keep_fds":
+        # close_fds=False and a cwd: still _posixsubprocess's vfork (not
+        # posix_spawn); the child resets signal handlers but closes nothing.
+        r = subprocess.run(["/bin/sh", "-c", "echo kept"], close_fds=False, cwd="/",
+                           stdout=subprocess.PIPE, timeout=DEADLINE)
+        return "rc=%d out=%s" % (r.returncode, r.stdout.decode().strip())
     if step == "run_close_fds":
         r = subprocess.run(["/bin/sh", "-c", 'if [ -e /proc/self/fd/%d ]; then echo open; else echo closed; fi' % fd],
                            close_fds=True, stdout=subprocess.PIPE, timeout=DEADLINE)
@@ -283,6 +296,13 @@ def serve(portfile):
             if c.pending() < want:
                 out("%s: %s: the peer's block did not arrive" % (step, name))
                 failed += 1
+            # A wait through the engine collects what its receive took (the
+            # engine's rings complete only inside io_uring_enter); plain,
+            # this only costs a few short waits.
+            for _ in range(5):
+                if kernel_rx_queue(c.s) == 0:
+                    break
+                c.sel.select(timeout=0.01)
             # To standard error (not compared): where the block waits.
             # Plain, all of it is in the kernel's queue; under ringsock, on
             # an armed socket, the engine holds it.

@@ -2,17 +2,41 @@
 // clients in one process, on 127.0.0.1.
 //
 //   node realprog_uv_echo.js [CONNECTIONS] [MESSAGES]
+//   node realprog_uv_echo.js --uring-fds    (see below)
 //
 // Each client connection writes MESSAGES small messages of various sizes
 // (seeded, so every run sends the same bytes) in bursts of a few writes;
 // the server echoes what it reads; the client compares every echoed byte
 // with what it sent, then ends its side; the server ends its own when the
 // client's FIN arrives; the process exits when every connection has
-// closed.  What it prints is deterministic: the test compares a plain run
+// closed.  Every 25 bursts, connection 0 also starts two children
+// (spawnSync and execFile: libuv's uv_spawn) while the others carry
+// data.  What it prints is deterministic: the test compares a plain run
 // with runs under the library.  A watchdog ends a stuck run with status 2.
 'use strict';
 const net = require('net');
 const crypto = require('crypto');
+const cp = require('child_process');
+
+if (process.argv[2] === '--uring-fds') {
+  // How many io_uring instances this process has once its loop has run a
+  // listen, a connect and an accept: run without the library, this says
+  // whether this node's libuv uses io_uring (libuv >= 1.45 sets one up for
+  // epoll_ctl batching; recent node releases only with UV_USE_IO_URING=1).
+  const fs = require('fs');
+  const srv = net.createServer((s) => s.destroy()).listen(0, '127.0.0.1', () => {
+    const c = net.connect(srv.address().port, '127.0.0.1', () => {
+      let n = 0;
+      for (const f of fs.readdirSync('/proc/self/fd')) {
+        try { if (fs.readlinkSync('/proc/self/fd/' + f).includes('io_uring')) n++; } catch (e) { /* closed meanwhile */ }
+      }
+      console.log(n);
+      c.destroy();
+      srv.close();
+    });
+  });
+  return;
+}
 
 const NCONN = parseInt(process.argv[2] || '3', 10);
 const NMSG = parseInt(process.argv[3] || '600', 10);
@@ -47,6 +71,21 @@ const server = net.createServer((s) => {
   s.on('error', (e) => { console.log('server socket error: ' + e.code); failures++; });
 });
 
+let spawned = 0, childOk = 0;
+function children() {
+  spawned += 2;
+  const r = cp.spawnSync('/bin/sh', ['-c', 'echo sync child'], { timeout: 10000 });
+  if (r.status === 0 && String(r.stdout) === 'sync child\n') childOk++;
+  cp.execFile('/bin/sh', ['-c', 'echo async child'], { timeout: 10000 }, (e, out) => {
+    if (!e && out === 'async child\n') childOk++;
+  });
+}
+process.on('exit', () => {
+  if (process.argv[2] === '--uring-fds') return;
+  console.log(`children: ${childOk} of ${spawned} ran and exited as expected`);
+  if (childOk !== spawned) process.exitCode = 1;
+});
+
 function client(port, id) {
   const r = rng(0x9e3779b9 ^ (id * 7919));
   const sent = [];           // buffers written, not yet all echoed
@@ -58,7 +97,9 @@ function client(port, id) {
   const c = net.connect(port, '127.0.0.1');
   c.setNoDelay(id % 2 === 0);
 
+  let bursts = 0;
   function burst() {
+    if (id === 0 && ++bursts % 25 === 0) children();
     // 1 to 6 messages at once, then wait for all of them to come back.
     const n = 1 + (r() % 6);
     for (let i = 0; i < n && msgs < NMSG; i++, msgs++) {

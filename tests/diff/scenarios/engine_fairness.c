@@ -97,12 +97,8 @@ int main(void)
 		set_nonblock(o[i]);
 	}
 	/* A is armed on this thread's ring first (a few small reads) */
-	char small[16], buf[1024];
-	for (int i = 0; i < 6; i++) {
-		send(a_peer, "a", 1, 0);
-		wait_fd(a, POLLIN, 5000);
-		recv(a, small, sizeof(small), 0);
-	}
+	char buf[1024];
+	arm_by_reading(a_peer, a);
 	pthread_t tf, tb, to;
 	pthread_create(&tf, NULL, flooder, NULL);
 	pthread_join(tf, NULL);

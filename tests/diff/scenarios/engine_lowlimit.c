@@ -51,11 +51,7 @@ static void fill_then_read(int limit)
 			_exit(0);
 		}
 		/* arm s (a few exchanges), then fill it towards c */
-		for (int i = 0; i < 6; i++) {
-			send(c, "x", 1, 0);
-			wait_fd(s, POLLIN, 5000);
-			recv(s, buf, sizeof(buf), 0);
-		}
+		arm_by_reading(c, s);
 		fill_pattern(buf, sizeof(buf), 3);
 		long sent = 0;
 		int eagain = 0;

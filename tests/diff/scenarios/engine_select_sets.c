@@ -9,12 +9,7 @@ int main(void)
 {
 	int c, s;
 	nb_pair(&c, &s);
-	char buf[16];
-	for (int i = 0; i < 6; i++) { /* armed on the engine */
-		send(c, "x", 1, 0);
-		wait_fd(s, POLLIN, 5000);
-		recv(s, buf, sizeof(buf), 0);
-	}
+	arm_by_reading(c, s);
 	send(c, "data", 4, 0);
 	size_t words = (size_t)(s / NFDBITS + 1);
 	size_t bytes = words * sizeof(fd_mask);

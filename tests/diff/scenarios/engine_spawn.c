@@ -24,13 +24,8 @@ static void on_chld(int sig) { (void)sig; n_chld++; }
  * holds "held-ahead" that the engine has read ahead. */
 static void armed_pair(int *c, int *s)
 {
-	char buf[64];
 	nb_pair(c, s);
-	for (int i = 0; i < 6; i++) {
-		send(*c, "ping", 4, 0);
-		wait_fd(*s, POLLIN, 5000);
-		recv(*s, buf, sizeof(buf), 0);
-	}
+	arm_by_reading(*c, *s);
 	send(*c, "held-ahead", 10, 0);
 	wait_fd(*s, POLLIN, 5000);
 }
