@@ -30,9 +30,9 @@ struct sigent {
 	void *handler; /* the application's handler; NULL: none wrapped */
 	int flags;     /* the application's sa_flags */
 	int strip;     /* reset by SA_RESETHAND: flags the kernel keeps that we added */
-	int guard;     /* the application's disposition is SIG_DFL, which ends
-			* the process: the library's catcher stands in (below) */
 };
+/* (A SIG_DFL the library's catcher stands in for has no entry: the kernel
+ * has the catcher, the table NULL, which sigaction reports as SIG_DFL.) */
 
 static struct sigent tab[RS_NSIG];
 static atomic_int tab_lock;
@@ -188,7 +188,6 @@ static void tab_leave(const sigset_t *saved)
 
 static void tab_set(int sig, void *h, int flags)
 {
-	__atomic_store_n(&tab[sig].guard, 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&tab[sig].strip, 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&tab[sig].flags, flags, __ATOMIC_RELAXED);
 	__atomic_store_n(&tab[sig].handler, h, __ATOMIC_RELEASE);
@@ -211,10 +210,8 @@ static int set_default(int sig, const struct sigaction *act, struct sigaction *k
 	k.sa_sigaction = catcher;
 	k.sa_flags = SA_SIGINFO | SA_RESTART;
 	int rc = real(sig, &k, kold);
-	if (rc == 0) {
+	if (rc == 0)
 		tab_set(sig, NULL, act ? act->sa_flags & ~SA_SIGINFO : 0);
-		__atomic_store_n(&tab[sig].guard, 1, __ATOMIC_RELAXED);
-	}
 	return rc;
 }
 

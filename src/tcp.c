@@ -694,6 +694,11 @@ struct rs_tcp *rs_tcp_enter(struct rs_sock *s, int fd, int do_arm)
 	lock_t(t);
 	if (held_ring && held_ring != rs_ring_tls && t->mode == RS_TM_ARMED)
 		detach_remote(t);
+	/* A detached socket may be reached through a dup of the descriptor it
+	 * was armed on, which may be closed (and its number reused): the
+	 * engine's own calls for it go through the caller's descriptor. */
+	if (fd >= 0 && t->fd != fd && t->mode != RS_TM_ARMED && !t->closing)
+		t->fd = fd;
 	return t;
 }
 
@@ -1240,7 +1245,7 @@ ssize_t rs_tcp_recv(struct rs_tcp *t, const struct iovec *iov, int iovcnt, int f
 		}
 		if (t->rx_err)
 			return -take_error(t);
-		if (t->rx_eof || t->shut_rd)
+		if (t->rx_eof)
 			return 0;
 		struct rs_ring *r = t->owner;
 		size_t direct = (size_t)rs_rt.cfg.v[RS_K_DIRECT_THRESHOLD];
@@ -1859,8 +1864,11 @@ int rs_tcp_shutdown(struct rs_tcp *t, int how)
 		t->shut_wr = 1;
 	if (how == SHUT_RD || how == SHUT_RDWR) {
 		t->shut_rd = 1;
-		/* Linux discards nothing on SHUT_RD; reads return queued data,
-		 * then 0.  The multishot receive ends with 0 by itself. */
+		/* Linux discards nothing on SHUT_RD: reads return what is queued
+		 * (the engine's, then the kernel's), then 0.  So reads go to the
+		 * kernel from now on, which says when that is. */
+		if (t->mode == RS_TM_ARMED && t->owner)
+			go_direct(t->owner, t);
 	}
 	rs_ep_sock_changed(t);
 	return 0;
@@ -1880,7 +1888,11 @@ int rs_tcp_close(struct rs_sock *s, int fd)
 	if (!t)
 		return 0;
 	if (atomic_load(&s->nfds) > 1) {
-		/* Another descriptor keeps the socket open. */
+		/* Another descriptor keeps the socket open; this number is
+		 * about to be the application's again (rs_tcp_enter takes the
+		 * next caller's). */
+		if (t->fd == fd && t->mode == RS_TM_DETACHED && !t->drain && !t->send_inflight)
+			t->fd = -1;
 		rs_tcp_unlock(t);
 		return 0;
 	}
