@@ -77,7 +77,6 @@ extern char **environ;
 /* ------------------------------------------------------------ output */
 
 static int g_step;
-static int g_verbose;
 
 static void P(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void P(const char *fmt, ...)
@@ -245,6 +244,8 @@ struct conn {
 static struct conn C[NCONN];
 static int conn_gen;
 static int opt_u, opt_K;
+static const char *opt_x = ""; /* -x: features left out, see usage() */
+#define EXCL(c) (strchr(opt_x, (c)) != NULL)
 
 #define END(id) (&C[(id) / 2].e[(id) % 2])
 #define OUTD(id) (&C[(id) / 2].d[(id) % 2])
@@ -451,6 +452,7 @@ static void sync_in(int id)
 		int n = poll(&p, 1, 0);
 		if (n > 0 && (p.revents & (POLLERR | POLLHUP))) {
 			r->hup = 1;
+			P("(sync: %s polls %s)", en(id), pollev(p.revents));
 			break;
 		}
 		have = kreceived(r->fd);
@@ -476,6 +478,7 @@ static void sync_hup(int id)
 		int n = poll(&p, 1, 10);
 		if (n > 0 && (p.revents & (POLLERR | POLLHUP))) {
 			w->hup = 1;
+			P("(sync: %s polls %s)", en(id), pollev(p.revents));
 			return;
 		}
 		if (now_ms() - t0 > SYNC_MS)
@@ -496,12 +499,37 @@ static void sync_after_send(int id)
 		sync_hup(id);
 }
 
+static int kstate(int fd)
+{
+	struct ktcp_info ti;
+	socklen_t l = sizeof(ti);
+	memset(&ti, 0, sizeof(ti));
+	if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &l))
+		return -1;
+	return ti.state;
+}
+
 /* After id closed or shut down its writing side: wait for the peer to see
- * the FIN or the reset. */
+ * the FIN or the reset, and, while id is open, for its FIN to be
+ * acknowledged (FIN_WAIT1, CLOSING, LAST_ACK: the state change that ends
+ * them wakes edge-triggered waits, whenever the peer's ACK comes). */
 static void sync_fin(int id)
 {
 	bump(id);
 	sync_in(PEER(id));
+	struct end *w = END(id);
+	if (w->fd < 0)
+		return;
+	long t0 = now_ms();
+	for (;;) {
+		int st = kstate(w->fd);
+		if (st != 4 && st != 9 && st != 11)
+			return;
+		if (now_ms() - t0 > SYNC_MS)
+			sync_fail("fin ack", id, st, 0);
+		struct pollfd p = { w->fd, 0, 0 };
+		poll(&p, 1, 10);
+	}
 }
 
 static void sync_all(void)
@@ -520,6 +548,36 @@ static int pick_open(void)
 		if (C[id / 2].live && END(id)->fd >= 0)
 			ids[n++] = id;
 	return n ? ids[below(n)] : -1;
+}
+
+static long cap(int id);
+/* An end to read from: mostly one with something to read. */
+static int pick_reader(void)
+{
+	int ids[2 * NCONN], n = 0;
+	if (chance(70)) {
+		for (int id = 0; id < 2 * NCONN; id++)
+			if (C[id / 2].live && END(id)->fd >= 0 && (avail(id) > 0 || (IND(id)->fin && !END(id)->hup)))
+				ids[n++] = id;
+		if (n)
+			return ids[below((uint32_t)n)];
+	}
+	return pick_open();
+}
+
+/* An end to write on: mostly one whose direction has room. */
+static int pick_writer(void)
+{
+	int ids[2 * NCONN], n = 0;
+	if (chance(70)) {
+		for (int id = 0; id < 2 * NCONN; id++)
+			if (C[id / 2].live && END(id)->fd >= 0 && !END(id)->shut_wr && !END(id)->hup &&
+			    cap(id) > (long)(OUTD(id)->sent - OUTD(id)->rd))
+				ids[n++] = id;
+		if (n)
+			return ids[below((uint32_t)n)];
+	}
+	return pick_open();
 }
 
 static void declare_urgent(int id)
@@ -545,7 +603,7 @@ static void set_nb(int id, int on, const char *why)
 		int v = on;
 		r = ioctl(e->fd, FIONBIO, &v);
 	}
-	P("%s %s %s = %s", why, how ? "ioctl FIONBIO" : "fcntl O_NONBLOCK", on ? "on" : "off", res(r, errno));
+	P("%s %s %s on %s = %s", why, how ? "ioctl FIONBIO" : "fcntl O_NONBLOCK", on ? "on" : "off", en(id), res(r, errno));
 	if (r == 0)
 		e->nb = on;
 }
@@ -772,7 +830,7 @@ static int pipe_n;
 
 static void st_send(void)
 {
-	int id = pick_open();
+	int id = pick_writer();
 	if (id < 0) {
 		P("send: no open end");
 		return;
@@ -817,7 +875,7 @@ static void st_send(void)
 
 static void st_recv(void)
 {
-	int id = pick_open();
+	int id = pick_reader();
 	if (id < 0) {
 		P("recv: no open end");
 		return;
@@ -908,6 +966,8 @@ static void st_shutdown(void)
 	}
 	struct end *e = END(id);
 	int how = (int)below(3);
+	if (EXCL('r'))
+		how = SHUT_WR;
 	static const char *hn[] = { "SHUT_RD", "SHUT_WR", "SHUT_RDWR" };
 	errno = 0;
 	int r = shutdown(e->fd, how);
@@ -1219,7 +1279,7 @@ static void st_epoll_ctl(void)
 		ev.events |= EPOLLPRI;
 		e->urgi = 1;
 	}
-	if (chance(30)) ev.events |= EPOLLET;
+	if (chance(30) && !EXCL('e')) ev.events |= EPOLLET;
 	if (chance(15)) ev.events |= EPOLLONESHOT;
 	ev.data.u64 = ((uint64_t)id << 8) | (uint64_t)(e->gen & 0xff);
 	int op = !e->reg ? (chance(90) ? EPOLL_CTL_ADD : EPOLL_CTL_MOD) : chance(60) ? EPOLL_CTL_MOD : chance(70) ? EPOLL_CTL_DEL : EPOLL_CTL_ADD;
@@ -1334,12 +1394,18 @@ static void st_intr(void)
 	long A = avail(id);
 	long L = r->lowat > 1 ? r->lowat : 1;
 	int variant;
-	if (A == 0)
-		variant = (int)below(6);
+	if (A == 0) {
+		static const int v0[] = { 0, 1, 2, 3, 5 };
+		variant = v0[below(5)];
+	}
 	else if (A < L)
 		variant = chance(50) ? 4 : 5;
 	else
 		variant = 4;
+	if (variant == 4 && EXCL('w')) {
+		P("intr %s: data there, WAITALL for more left out", en(id));
+		return;
+	}
 	struct dir *od = OUTD(PEER(id));
 	long budget = cap(PEER(id)) - (long)(od->sent - od->rd);
 	size_t n = 1 + below(4096);
@@ -1356,7 +1422,7 @@ static void st_intr(void)
 
 	int was_nb = r->nb;
 	if (was_nb && variant != 5)
-		set_nb(id, 0, "intr: blocking for the wait:");
+		set_nb(id, 0, "intr: for the wait:");
 	set_handler(SIGALRM, on_alrm, restart);
 
 	if (variant == 5) {
@@ -1852,6 +1918,8 @@ static void st_fork(void)
 	case 4: { /* child does something to the shared sockets, or nothing */
 		int what = (int)below(3), id = pick_open();
 		int hw = (int)below(3);
+		if (EXCL('r'))
+			hw = SHUT_WR;
 		pid_t pid = fork();
 		if (pid < 0)
 			fatal("fork");
@@ -1952,7 +2020,13 @@ static int parse_keep(const char *s, unsigned char *keep, int steps)
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: difffuzz [-n STEPS] [-k KEEP] [-u] [-K] [-v] SEED\n");
+	fprintf(stderr, "usage: difffuzz [-n STEPS] [-k KEEP] [-u] [-K] [-x LETTERS] SEED\n"
+			"  -n  steps (200)\n"
+			"  -k  only these steps, e.g. 3,17,40-45 (each keeps its own draws)\n"
+			"  -u  send urgent data to a socket whose program has not asked about it\n"
+			"  -K  a fork child may be killed by SIGKILL right after it sent\n"
+			"  -x  leave out: e EPOLLET, r shutdown SHUT_RD/RDWR, w a WAITALL for more than is there\n"
+			"      ended by a signal\n");
 	exit(2);
 }
 
@@ -1960,13 +2034,13 @@ int main(int argc, char **argv)
 {
 	int steps = 200, opt;
 	const char *keeps = NULL;
-	while ((opt = getopt(argc, argv, "n:k:uKv")) != -1) {
+	while ((opt = getopt(argc, argv, "n:k:uKx:")) != -1) {
 		switch (opt) {
 		case 'n': steps = atoi(optarg); break;
 		case 'k': keeps = optarg; break;
 		case 'u': opt_u = 1; break;
 		case 'K': opt_K = 1; break;
-		case 'v': g_verbose = 1; break;
+		case 'x': opt_x = optarg; break;
 		default: usage();
 		}
 	}
@@ -1992,8 +2066,8 @@ int main(int argc, char **argv)
 	/* setup: step 0 */
 	g_step = 0;
 	rs = mix(g_seed * 0x100000001B3ull);
-	printf("difffuzz seed %llu steps %d%s%s%s%s\n", (unsigned long long)g_seed, steps, keeps ? " keep " : "",
-	       keeps ? keeps : "", opt_u ? " -u" : "", opt_K ? " -K" : "");
+	printf("difffuzz seed %llu steps %d%s%s%s%s%s%s\n", (unsigned long long)g_seed, steps, keeps ? " keep " : "",
+	       keeps ? keeps : "", opt_u ? " -u" : "", opt_K ? " -K" : "", *opt_x ? " -x " : "", opt_x);
 	int pipe_how = (int)below(3);
 	if (pipe_how == 0)
 		signal(SIGPIPE, SIG_IGN);
