@@ -1,6 +1,6 @@
 /* difffuzz.c - seeded differential fuzzer of TCP socket call sequences.
  *
- *   difffuzz [-n STEPS] [-k KEEP] [-u] [-K] [-v] SEED
+ *   difffuzz [-n STEPS] [-k KEEP] [-u] [-K] [-F] [-x LETTERS] SEED
  *
  * From a PRNG seeded with SEED it drives STEPS steps (default 200) over a
  * few loopback TCP connections: send/recv/read/write/readv/writev/sendmsg/
@@ -21,9 +21,12 @@
  *
  * Determinism.  Every step that reads or waits is preceded by a "sync":
  * the fuzzer keeps a model of each direction (bytes sent, bytes consumed,
- * the urgent byte, FIN) and waits (poll + FIONREAD, bounded) until the
- * receiver's kernel has everything that was sent, so a nonblocking read
- * never races the loopback.  A blocking call is made only when its data is
+ * the urgent byte, FIN) and waits (poll, and the kernel's own count of
+ * bytes received from getsockopt(TCP_INFO), which the library passes
+ * through; FIONREAD stops at an urgent mark) until the receiver's kernel
+ * has everything that was sent (and a FIN's ACK has come back: its state
+ * change wakes edge-triggered waits), so a nonblocking read never races
+ * the loopback.  A blocking call is made only when its data is
  * there (the model says it cannot block), except the steps that block on
  * purpose and are ended by a timer signal or SO_RCVTIMEO.  Each send keeps
  * what is unread in its direction under a cap (16 KiB, less with a small
@@ -31,7 +34,7 @@
  * run with the other end read concurrently (in this process, or by a fork
  * child) and print totals only.  Cross-process order is enforced with
  * pipes and waitpid, never with sleeps.  A sync that does not complete
- * within 5 s prints "SYNC TIMEOUT" and ends the run (exit 3).
+ * within 2 s prints "SYNC TIMEOUT" and ends the run (exit 3).
  *
  * Each step draws from its own PRNG (seeded with SEED and the step
  * number), so -k (a list of steps to keep, e.g. "3,17,40-45") skips the
@@ -40,7 +43,14 @@
  * whose program has not asked about urgent data first (a documented limit
  * of the library, see ringsock(7)); -K adds a fork child killed by SIGKILL
  * right after it sent (what the kernel had accepted arrives; a user-space
- * send queue cannot survive it).  Neither is on by default.
+ * send queue cannot survive it); -F adds a fork child that opens its own
+ * connection to a listener of the parent, sends and ends (exit, _exit or
+ * SIGTERM's default action), the parent then reading it all.  None is on
+ * by default; -x leaves features out (e: EPOLLET, r: SHUT_RD, w: a
+ * WAITALL for more than is queued ended by a signal), to look past a
+ * difference that is found everywhere.  Changing what a step draws
+ * changes what every seed does: the seeds in corpus.txt are tied to this
+ * generator (new draws go behind an option, as -F's do).
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -72,7 +82,7 @@ extern char **environ;
 #define NCONN 3
 #define CAP0 (16 * 1024)
 #define BIG (256 * 1024)
-#define SYNC_MS 5000
+#define SYNC_MS 2000
 
 /* ------------------------------------------------------------ output */
 
@@ -243,7 +253,7 @@ struct conn {
 };
 static struct conn C[NCONN];
 static int conn_gen;
-static int opt_u, opt_K;
+static int opt_u, opt_K, opt_F;
 static const char *opt_x = ""; /* -x: features left out, see usage() */
 #define EXCL(c) (strchr(opt_x, (c)) != NULL)
 
@@ -1727,6 +1737,8 @@ static void child_exit(int how)
 static void st_fork(void)
 {
 	int variant = (int)below(opt_K ? 8 : 7);
+	if (opt_F && chance(30))
+		variant = 8; /* (draws only with -F: seeds without it are unchanged) */
 	int pfd[2];
 	if (pipe(pfd))
 		fatal("pipe");
@@ -1972,6 +1984,89 @@ static void st_fork(void)
 		show_status("vfork: child", reap(pid));
 		return;
 	}
+	case 8: { /* the child opens its own connection to a listener of ours,
+		   * sends, and ends (exit, _exit, or SIGTERM's default action):
+		   * every byte its sends accepted must arrive, then the FIN */
+		struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+		socklen_t al = sizeof(a);
+		int l = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		if (l < 0 || bind(l, (struct sockaddr *)&a, al) || listen(l, 1) || getsockname(l, (struct sockaddr *)&a, &al))
+			fatal("listen");
+		int nsend = 1 + (int)below(4), cnb = chance(50);
+		size_t sz[4];
+		for (int i = 0; i < nsend; i++)
+			sz[i] = 1 + below(4096);
+		pid_t pid = fork();
+		if (pid < 0)
+			fatal("fork");
+		if (pid == 0) {
+			close(pfd[0]);
+			int c = socket(AF_INET, SOCK_STREAM, 0);
+			if (c < 0 || connect(c, (struct sockaddr *)&a, al))
+				_exit(97);
+			if (cnb)
+				fcntl(c, F_SETFL, fcntl(c, F_GETFL) | O_NONBLOCK);
+			/* The report goes first: a call on another descriptor
+			 * after the sends would flush them for the library. */
+			uint64_t off = 0;
+			rep.sum = FNV0;
+			for (int i = 0; i < nsend; i++) {
+				fill(wbuf, 0x5eed, off, sz[i]);
+				rep.sum = fnv(rep.sum, wbuf, sz[i]);
+				off += sz[i];
+			}
+			rep.r = (long)off;
+			if (write(pfd[1], &rep, sizeof(rep)) != sizeof(rep))
+				_exit(98);
+			off = 0;
+			for (int i = 0; i < nsend; i++) {
+				fill(wbuf, 0x5eed, off, sz[i]);
+				long r = send(c, wbuf, sz[i], MSG_NOSIGNAL);
+				if (r != (long)sz[i])
+					_exit(96); /* a fresh connection takes 16 KiB at once */
+				off += sz[i];
+			}
+			child_exit(how);
+		}
+		close(pfd[1]);
+		if (read(pfd[0], &rep, sizeof(rep)) != sizeof(rep))
+			rep.r = -999;
+		close(pfd[0]);
+		int st = reap(pid);
+		int s2 = accept(l, NULL, NULL);
+		close(l);
+		long got = 0;
+		uint32_t sum = FNV0;
+		const char *end = "timeout";
+		if (s2 >= 0) {
+			long t0 = now_ms();
+			for (;;) {
+				long r = recv(s2, rbuf, 65536, MSG_DONTWAIT);
+				if (r > 0) {
+					sum = fnv(sum, rbuf, (size_t)r);
+					got += r;
+					continue;
+				}
+				if (r == 0) {
+					end = "EOF";
+					break;
+				}
+				if (errno != EAGAIN && errno != EINTR) {
+					end = en_(errno);
+					break;
+				}
+				if (now_ms() - t0 > SYNC_MS)
+					break;
+				struct pollfd p = { s2, POLLIN, 0 };
+				poll(&p, 1, 10);
+			}
+			close(s2);
+		}
+		P("fork: child connects, %d %s sends, %s: sends %ld sum %08x; parent accepts%s, reads %ld sum %08x, %s", nsend,
+		  cnb ? "nonblocking" : "blocking", hn[how], rep.r, rep.sum, s2 < 0 ? " (failed)" : "", got, sum, end);
+		show_status("fork: child", st);
+		return;
+	}
 	case 6: { /* posix_spawn of a program */
 		close(pfd[0]);
 		close(pfd[1]);
@@ -2020,11 +2115,12 @@ static int parse_keep(const char *s, unsigned char *keep, int steps)
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: difffuzz [-n STEPS] [-k KEEP] [-u] [-K] [-x LETTERS] SEED\n"
+	fprintf(stderr, "usage: difffuzz [-n STEPS] [-k KEEP] [-u] [-K] [-F] [-x LETTERS] SEED\n"
 			"  -n  steps (200)\n"
 			"  -k  only these steps, e.g. 3,17,40-45 (each keeps its own draws)\n"
 			"  -u  send urgent data to a socket whose program has not asked about it\n"
 			"  -K  a fork child may be killed by SIGKILL right after it sent\n"
+			"  -F  a fork child may open its own connection to us, send, and end (exit, _exit, SIGTERM)\n"
 			"  -x  leave out: e EPOLLET, r shutdown SHUT_RD/RDWR, w a WAITALL for more than is there\n"
 			"      ended by a signal\n");
 	exit(2);
@@ -2034,13 +2130,14 @@ int main(int argc, char **argv)
 {
 	int steps = 200, opt;
 	const char *keeps = NULL;
-	while ((opt = getopt(argc, argv, "n:k:uKx:")) != -1) {
+	while ((opt = getopt(argc, argv, "n:k:uKFx:")) != -1) {
 		switch (opt) {
 		case 'n': steps = atoi(optarg); break;
 		case 'k': keeps = optarg; break;
 		case 'u': opt_u = 1; break;
 		case 'K': opt_K = 1; break;
 		case 'x': opt_x = optarg; break;
+		case 'F': opt_F = 1; break;
 		default: usage();
 		}
 	}
@@ -2066,8 +2163,8 @@ int main(int argc, char **argv)
 	/* setup: step 0 */
 	g_step = 0;
 	rs = mix(g_seed * 0x100000001B3ull);
-	printf("difffuzz seed %llu steps %d%s%s%s%s%s%s\n", (unsigned long long)g_seed, steps, keeps ? " keep " : "",
-	       keeps ? keeps : "", opt_u ? " -u" : "", opt_K ? " -K" : "", *opt_x ? " -x " : "", opt_x);
+	printf("difffuzz seed %llu steps %d%s%s%s%s%s%s%s\n", (unsigned long long)g_seed, steps, keeps ? " keep " : "",
+	       keeps ? keeps : "", opt_u ? " -u" : "", opt_K ? " -K" : "", opt_F ? " -F" : "", *opt_x ? " -x " : "", opt_x);
 	int pipe_how = (int)below(3);
 	if (pipe_how == 0)
 		signal(SIGPIPE, SIG_IGN);
