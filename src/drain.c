@@ -61,6 +61,8 @@ static struct {
 	pthread_t th;
 	int stop;                     /* the thread is asked to end (fork) */
 	int restart;                  /* stopped for fork: start again after */
+	uint32_t setup;               /* futex word: 1 the thread made its ring,
+				       * 2 it could not */
 	struct io_uring ring;
 	int evfd;
 	uint64_t evbuf;
@@ -204,9 +206,16 @@ static void job_sent(struct rs_drain_job *j, int res)
 	io_uring_sqe_set_data64(sqe, (uint64_t)(uintptr_t)j);
 }
 
+static int ring_setup(void);
+
 static void *drain_main(void *arg)
 {
 	(void)arg;
+	int ok = ring_setup() == 0;
+	__atomic_store_n(&dr.setup, ok ? 1 : 2, __ATOMIC_RELEASE);
+	futex_wake(&dr.setup);
+	if (!ok)
+		return NULL;
 	/* Enter through a registered index (this thread's own), so the
 	 * number of the ring's fd may change (fdguard) under it. */
 	io_uring_register_ring_fd(&dr.ring);
@@ -261,12 +270,14 @@ static void *drain_main(void *arg)
 	return NULL;
 }
 
-/* Lock held. */
-static int start(void)
+/* The ring is made by the drain thread itself, not by the thread that
+ * starts it: the kernel ties a ring to the tasks that made or used it, and
+ * when the ring goes (a fork stops the thread) it tells each of them with
+ * task work that interrupts whatever blocking call they are in.  A
+ * program's recv with SO_RCVTIMEO would then fail with EINTR for no
+ * signal of its own.  Returns 0 or -1; no lock held (start waits). */
+static int ring_setup(void)
 {
-	if (dr.state)
-		return dr.state;
-	dr.state = -1;
 	struct io_uring_params p;
 	memset(&p, 0, sizeof(p));
 	if (io_uring_queue_init_params(DRAIN_ENTRIES, &dr.ring, &p) < 0)
@@ -290,18 +301,29 @@ static int start(void)
 			dr.nslots = (int)want;
 			break;
 		}
-	if (!dr.nslots)
-		goto fail_ring;
-	if (rs_fdguard_adopt(dr.ring.ring_fd, &dr.ring.ring_fd) < 0)
-		goto fail_ring;
+	if (!dr.nslots || rs_fdguard_adopt(dr.ring.ring_fd, &dr.ring.ring_fd) < 0) {
+		io_uring_queue_exit(&dr.ring);
+		dr.ring.ring_fd = -1;
+		return -1;
+	}
 	dr.ring.enter_ring_fd = dr.ring.ring_fd; /* liburing enters through it */
+	return 0;
+}
+
+/* Lock held. */
+static int start(void)
+{
+	if (dr.state)
+		return dr.state;
+	dr.state = -1;
 	long efd = rs_syscall(SYS_eventfd2, 0, EFD_CLOEXEC);
 	if (efd < 0)
-		goto fail_ring;
+		goto fail;
 	dr.evfd = (int)efd;
 	if (rs_fdguard_adopt(dr.evfd, &dr.evfd) < 0) {
 		rs_sys_close(dr.evfd);
-		goto fail_ring;
+		dr.evfd = -1;
+		goto fail;
 	}
 	sigset_t all, old;
 	sigfillset(&all);
@@ -310,20 +332,23 @@ static int start(void)
 	pthread_attr_setstacksize(&attr, 64 * 1024);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
 	dr.stop = 0;
+	__atomic_store_n(&dr.setup, 0, __ATOMIC_RELAXED);
 	int e = pthread_create(&dr.th, &attr, drain_main, NULL);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	pthread_attr_destroy(&attr);
 	if (e != 0)
 		goto fail_evfd;
+	futex_wait_change(&dr.setup, 0, -1);
+	if (__atomic_load_n(&dr.setup, __ATOMIC_ACQUIRE) != 1) {
+		pthread_join(dr.th, NULL);
+		goto fail_evfd;
+	}
 	dr.state = 1;
 	return 1;
 fail_evfd:
 	rs_fdguard_release(dr.evfd);
 	dr.evfd = -1;
-fail_ring:
-	rs_fdguard_release(dr.ring.ring_fd);
-	dr.ring.ring_fd = -1;
-	io_uring_queue_exit(&dr.ring);
+fail:
 	rs_info("the drain thread could not start (RLIMIT_NOFILE too low for its file slots, or no thread); "
 		"sends to a full socket finish when their thread next waits for the engine");
 	return -1;

@@ -424,6 +424,9 @@ struct rs_tcp {
 	uint8_t shut_wr;          /* shutdown(SHUT_WR) done */
 	uint8_t shut_rd;
 	uint8_t epipe_pending;    /* the peer closed: next send gets EPIPE */
+	uint8_t k_hup;            /* the kernel reported ERR or HUP for it (a
+				   * reset the engine's receive may not see):
+				   * sends go to the kernel, which fails them */
 	uint8_t linear_used;
 	uint8_t sent;             /* a send has been made (the first goes to the
 				   * kernel: errors from before arming) */
@@ -436,6 +439,15 @@ struct rs_tcp {
 static inline int rs_tcp_kernel_input(struct rs_tcp *t)
 {
 	return RS_LOAD(t->rx_direct) || RS_LOAD(t->rx_starved);
+}
+
+/* A poll or epoll answer from the kernel said ERR or HUP for t: the
+ * program has seen the reset or the end, so its next send must fail as
+ * the kernel's would rather than be queued. */
+static inline void rs_tcp_kernel_hup(struct rs_tcp *t, unsigned revents)
+{
+	if ((revents & (EPOLLERR | EPOLLHUP)) && !RS_LOAD(t->k_hup))
+		RS_STORE(t->k_hup, 1);
 }
 
 /* The socket's engine state with its lock held (release with

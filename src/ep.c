@@ -59,6 +59,9 @@ struct rs_ep {
 	struct rs_epreg *ready_head, *ready_tail;
 	struct rs_epreg *rings[RS_EP_RINGS]; /* ring eventfd registrations */
 	int nested;              /* watched from outside: no engine sockets */
+	int pid;                 /* the process that made this record: in a
+				  * fork child the kernel set is shared with
+				  * the parent, whose registrations it holds */
 	uint32_t round;
 };
 
@@ -120,6 +123,7 @@ static struct rs_ep *ep_get(int epfd, int create)
 	if (!ep)
 		return NULL;
 	ep->epfd = epfd;
+	ep->pid = rs_rt.pid;
 	pthread_mutex_init(&ep->lock, NULL);
 	struct rs_ep *expect = NULL;
 	if (!atomic_compare_exchange_strong(&eps[epfd], &expect, ep)) {
@@ -450,14 +454,18 @@ void rs_ep_sock_detached(struct rs_tcp *t)
 	rs_ep_sock_changed(t);
 }
 
-/* Drop every registration of s; del: remove them from the kernel sets too. */
+/* Drop every registration of s; del: remove them from the kernel sets too,
+ * except from a set this process inherited from its parent: the file is
+ * the parent's too, so the kernel keeps its registration there when the
+ * child closes its descriptor (the child has no operations in flight that
+ * would keep the file open). */
 static void forget_regs(struct rs_sock *s, int del)
 {
 	rs_mutex_lock(&ctl_lock);
 	while (s->regs) {
 		struct rs_epreg *g = s->regs;
 		s->regs = g->sock_next;
-		if (del)
+		if (del && g->ep->pid == rs_rt.pid)
 			real_ctl(g->ep->epfd, EPOLL_CTL_DEL, g->fd, 0, 0);
 		if (byfd_get(g->ep, g->fd) == g)
 			byfd_set(g->ep, g->fd, NULL);
@@ -810,6 +818,8 @@ int rs_ep_wait(int epfd, struct epoll_event *evs, int max, int timeout_ms, const
 			if (g->engine) {
 				wake = 1; /* HUP/ERR edge of an engine socket */
 				struct rs_tcp *kt = g->s ? atomic_load(&g->s->eng) : NULL;
+				if (kt)
+					rs_tcp_kernel_hup(kt, e.events);
 				if ((e.events & EPOLLOUT) && kt && RS_LOAD(kt->kfull)) {
 					/* the kernel's buffer has room again */
 					RS_STORE(kt->kfull, 0);

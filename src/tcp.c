@@ -1245,6 +1245,15 @@ ssize_t rs_tcp_recv(struct rs_tcp *t, const struct iovec *iov, int iovcnt, int f
 		}
 		if (t->rx_err)
 			return -take_error(t);
+		if (t->rx_eof && !t->recv_armed) {
+			/* Past the end the kernel answers again, as it does
+			 * without us: after shutdown(SHUT_RD) a peer's new data
+			 * is still read, and a reset after the FIN fails the
+			 * next read.  (No receive of ours is in flight: the
+			 * end ended it.) */
+			struct msghdr m = { .msg_iov = (struct iovec *)iov, .msg_iovlen = (size_t)iovcnt };
+			return rs_syscall(SYS_recvmsg, t->fd, &m, flags | MSG_DONTWAIT);
+		}
 		if (t->rx_eof)
 			return 0;
 		struct rs_ring *r = t->owner;
@@ -1469,14 +1478,16 @@ ssize_t rs_tcp_send(struct rs_tcp *t, const struct iovec *iov, int iovcnt, int f
 	if (!s->nonblock && RS_LOAD(s->tx_run) < 2)
 		RS_STORE(s->tx_run, RS_LOAD(s->tx_run) + 1);
 	if (!t->tx_cnt && !t->send_inflight &&
-	    ((direct && total >= direct) || RS_LOAD(t->kfull) || !t->sent || t->rx_eof || pp)) {
+	    ((direct && total >= direct) || RS_LOAD(t->kfull) || !t->sent || t->rx_eof || RS_LOAD(t->k_hup) ||
+	     pp)) {
 		/* A large send with nothing queued: straight into the kernel's
 		 * buffer, one copy.  The same while the kernel's buffer was last
 		 * seen full: a partial count or EAGAIN, as the kernel says.  And
 		 * the socket's first send: it may have been shut down or reset
 		 * before the engine saw it, and the kernel says so at once; and
-		 * so after the peer's end (FIN), when a reset that only the
-		 * kernel has seen fails the send. */
+		 * so after the peer's end (FIN), or once the kernel reported
+		 * ERR/HUP to a poll, when a reset that only the kernel has seen
+		 * fails the send. */
 		t->sent = 1;
 		struct msghdr m = { .msg_iov = (struct iovec *)iov, .msg_iovlen = (size_t)iovcnt };
 		long k = rs_syscall(SYS_sendmsg, t->fd, &m, flags | MSG_DONTWAIT | MSG_NOSIGNAL);

@@ -95,7 +95,10 @@ int rs_wait_poll(struct pollfd *fds, unsigned long n, int timeout_ms, const stru
 				 * its input. */
 				k[i].events &= (rs_tcp_kernel_input(t) ? (POLLIN | POLLRDNORM | POLLPRI | POLLRDHUP) : 0) |
 					       (RS_LOAD(t->kfull) ? (POLLOUT | POLLWRNORM) : 0);
-				if (!k[i].events)
+				/* With no receive of ours in flight (the stream
+				 * ended, reads go to the kernel), a reset reaches
+				 * only the kernel: it is asked for ERR/HUP. */
+				if (!k[i].events && RS_LOAD(t->recv_armed))
 					k[i].fd = -1;
 				unsigned ev = to_poll(rs_tcp_readiness(t)) &
 					      ((unsigned)fds[i].events | POLLERR | POLLHUP);
@@ -177,6 +180,12 @@ int rs_wait_poll(struct pollfd *fds, unsigned long n, int timeout_ms, const stru
 				struct rs_tcp *t = s ? atomic_load(&s->eng) : NULL;
 				if (t)
 					RS_STORE(t->kfull, 0);
+			}
+			if (kind[i] == K_ENGINE && kr >= 0 && (k[i].revents & (POLLERR | POLLHUP))) {
+				struct rs_sock *s = rs_fd_peek(fds[i].fd);
+				struct rs_tcp *t = s ? atomic_load(&s->eng) : NULL;
+				if (t)
+					rs_tcp_kernel_hup(t, (unsigned)k[i].revents);
 			}
 			short rev = kind[i] == K_ENGINE ? (short)(saved[i] | (kr >= 0 ? k[i].revents : 0))
 				    : kind[i] == K_LEFTOVER ? (short)(saved[i] | (kr >= 0 ? k[i].revents : 0))
