@@ -329,7 +329,8 @@ int rs_sig_untracked_intr(void); /* a handler not wrapped lacks SA_RESTART */
 int rs_sig_untracked_any(void);  /* a handler is installed not wrapped */
 /* A blocking call's wait was interrupted (hits from rs_sig_take,
  * enter_eintr: io_uring_enter said EINTR, timed: the socket has a
- * timeout): must the call fail with EINTR (1) or go on waiting (0)? */
+ * timeout, or the call has moved bytes already, which it then returns):
+ * must the call end (1) or go on waiting (0)? */
 int rs_sig_interrupted(unsigned hits, int enter_eintr, int timed);
 
 /* ---- tcp.c -------------------------------------------------------------- */

@@ -761,10 +761,12 @@ static int64_t call_deadline(struct rs_sock *s, int fd, int rx)
 
 /* After a wait: 0 to look again, or how the call ends (-EAGAIN: its
  * timeout passed; -EINTR: a signal the kernel would not restart it for). */
-static int wait_result(int e, int64_t deadline)
+static int wait_result(int e, int64_t deadline, int partial)
 {
 	unsigned hits = rs_sig_take();
-	if (rs_sig_interrupted(hits, e == -EINTR, deadline != 0))
+	/* A call that has moved bytes already returns them after any signal
+	 * (the kernel's tcp_recvmsg/tcp_sendmsg do), SA_RESTART or not. */
+	if (rs_sig_interrupted(hits, e == -EINTR, deadline != 0 || partial))
 		return -EINTR;
 	if (deadline && mono_ns() >= deadline)
 		return -EAGAIN;
@@ -788,7 +790,7 @@ static int ms_left(int64_t deadline)
  * signal.  The sleep submits what is queued (a request-response client
  * pays one system call per round) and does not hold the lock; which
  * signal handlers ran comes from sig.c.  Called locked, returns unlocked. */
-static int block_in_ring(struct rs_tcp *t, int64_t deadline)
+static int block_in_ring(struct rs_tcp *t, int64_t deadline, int partial)
 {
 	struct rs_ring *r = t->owner;
 	rs_ring_wake_arm(r);
@@ -803,12 +805,12 @@ static int block_in_ring(struct rs_tcp *t, int64_t deadline)
 		return -EAGAIN;
 	}
 	rs_sig_clear();
-	return wait_result(rs_ring_sleep(r, ms, NULL), deadline);
+	return wait_result(rs_ring_sleep(r, ms, NULL), deadline, partial);
 }
 
 /* A socket in hand-over to another thread (or with sends of ours still
  * to finish): wait a little for fd, then look again.  No lock held. */
-static int block_on_fd(int fd, short ev, int64_t deadline)
+static int block_on_fd(int fd, short ev, int64_t deadline, int partial)
 {
 	int ms = ms_left(deadline);
 	if (ms == -2)
@@ -817,7 +819,7 @@ static int block_on_fd(int fd, short ev, int64_t deadline)
 		ms = 10;
 	struct pollfd p = { fd, ev, 0 };
 	rs_sig_clear();
-	return wait_result((int)rs_blocking_syscall(SYS_poll, (long)&p, 1, ms, 0, 0, 0), deadline);
+	return wait_result((int)rs_blocking_syscall(SYS_poll, (long)&p, 1, ms, 0, 0, 0), deadline, partial);
 }
 
 /* A blocking kernel call on a thread that owns a ring returned a short
@@ -878,6 +880,14 @@ static int kernel_reader(struct rs_tcp *t)
 	       !rx_held(t) && !t->rx_err && !t->rx_eof && !t->shut_rd;
 }
 
+/* The next byte to read is the urgent mark: the kernel ends a read there
+ * once it has bytes, MSG_WAITALL or not. */
+static int at_mark(int fd)
+{
+	int k = 0;
+	return rs_syscall(SYS_ioctl, fd, SIOCATMARK, &k) == 0 && k;
+}
+
 /* A blocking read got data: was there exactly one send since the last
  * one?  Then the program is a ping-pong client or server, and its next
  * send goes straight to the kernel (see rs_tcp_send). */
@@ -910,7 +920,7 @@ ssize_t rs_tcp_recv_call(struct rs_sock *s, int fd, const struct iovec *iov, int
 			r = RS_PASS;
 			break;
 		}
-		if (block && !stop && kernel_reader(t))
+		if (block && !stop && !done && kernel_reader(t))
 			r = -EAGAIN; /* the kernel has it all: it waits, below */
 		else
 			r = rs_tcp_recv(t, cur.v, cur.n, flags);
@@ -921,7 +931,7 @@ ssize_t rs_tcp_recv_call(struct rs_sock *s, int fd, const struct iovec *iov, int
 			rs_tcp_unlock(t);
 			if (r == -EAGAIN && stop)
 				r = stop;
-			if (r > 0 && waitall && done + (size_t)r < want) {
+			if (r > 0 && waitall && done + (size_t)r < want && !(s->urgent && at_mark(fd))) {
 				done += (size_t)r;
 				if (iov_cur_skip(&cur, iov, n, (size_t)r) < 0)
 					break;
@@ -941,7 +951,7 @@ ssize_t rs_tcp_recv_call(struct rs_sock *s, int fd, const struct iovec *iov, int
 			continue;
 		}
 		if (t->mode == RS_TM_ARMED && !t->rx_direct) {
-			stop = block_in_ring(t, deadline);
+			stop = block_in_ring(t, deadline, done != 0);
 			continue;
 		}
 		if (t->mode == RS_TM_ARMED) {
@@ -954,12 +964,22 @@ ssize_t rs_tcp_recv_call(struct rs_sock *s, int fd, const struct iovec *iov, int
 				continue;
 			}
 			rs_tcp_unlock(t);
+			if (done) {
+				/* MSG_WAITALL with bytes in hand: a new kernel read
+				 * would start from nothing, and a signal with
+				 * SA_RESTART would restart it rather than end it
+				 * with those bytes, as the one call without us
+				 * does.  Wait for input here instead. */
+				stop = block_on_fd(fd, POLLIN, deadline, 1);
+				continue;
+			}
 			struct msghdr m = { .msg_iov = cur.v, .msg_iovlen = (size_t)cur.n };
 			rs_sig_clear();
 			r = rs_blocking_syscall(SYS_recvmsg, fd, (long)&m, flags, 0, 0, 0);
 			if (r > 0)
 				note_recv(s);
-			if (r > 0 && waitall && done + (size_t)r < want && short_by_ring(deadline)) {
+			if (r > 0 && waitall && done + (size_t)r < want && short_by_ring(deadline) &&
+			    !(s->urgent && at_mark(fd))) {
 				done += (size_t)r;
 				if (iov_cur_skip(&cur, iov, n, (size_t)r) < 0)
 					break;
@@ -969,12 +989,26 @@ ssize_t rs_tcp_recv_call(struct rs_sock *s, int fd, const struct iovec *iov, int
 		}
 		/* in hand-over to another thread: look again soon */
 		rs_tcp_unlock(t);
-		stop = block_on_fd(fd, POLLIN, deadline);
+		stop = block_on_fd(fd, POLLIN, deadline, done != 0);
 	}
-	if (r == RS_PASS && done) {
-		/* the rest from the kernel (handed over meanwhile) */
+	while (r == RS_PASS && done) {
+		/* The rest from the kernel (handed over meanwhile), waited for
+		 * here: a blocking kernel read would be restarted by an
+		 * SA_RESTART signal, where the one call without us returns
+		 * the bytes it has. */
 		struct msghdr m = { .msg_iov = cur.v, .msg_iovlen = (size_t)cur.n };
-		r = rs_blocking_syscall(SYS_recvmsg, fd, (long)&m, flags, 0, 0, 0);
+		r = rs_syscall(SYS_recvmsg, fd, &m, flags | MSG_DONTWAIT);
+		if (r > 0 && done + (size_t)r < want && !(s->urgent && at_mark(fd))) {
+			done += (size_t)r;
+			if (iov_cur_skip(&cur, iov, n, (size_t)r) < 0)
+				break;
+			r = RS_PASS;
+			continue;
+		}
+		if (r == -EAGAIN) {
+			int e = block_on_fd(fd, POLLIN, deadline, 1);
+			r = e ? e : RS_PASS;
+		}
 	}
 	free(cur.heap);
 	return with_done(done, r);
@@ -1026,7 +1060,7 @@ ssize_t rs_tcp_send_call(struct rs_sock *s, int fd, const struct iovec *iov, int
 			have_deadline = 1;
 		}
 		if (t->mode == RS_TM_ARMED && !RS_LOAD(t->kfull)) {
-			stop = block_in_ring(t, deadline); /* the drain job's end wakes it */
+			stop = block_in_ring(t, deadline, done != 0); /* the drain job's end wakes it */
 			continue;
 		}
 		if (t->mode == RS_TM_ARMED && !t->tx_cnt && !t->send_inflight && !t->drain) {
@@ -1045,7 +1079,7 @@ ssize_t rs_tcp_send_call(struct rs_sock *s, int fd, const struct iovec *iov, int
 			break;
 		}
 		rs_tcp_unlock(t);
-		stop = block_on_fd(fd, POLLOUT, deadline);
+		stop = block_on_fd(fd, POLLOUT, deadline, done != 0);
 	}
 	if (r == RS_PASS && done) {
 		struct msghdr m = { .msg_iov = cur.v, .msg_iovlen = (size_t)cur.n };
@@ -1057,6 +1091,7 @@ ssize_t rs_tcp_send_call(struct rs_sock *s, int fd, const struct iovec *iov, int
 
 void rs_tcp_urgent(struct rs_sock *s, int fd)
 {
+	s->urgent = 1;
 	rs_tcp_before_kernel(s, fd, RINGSOCK_PT_URGENT);
 	rs_tcp_passthrough(s, RINGSOCK_PT_URGENT);
 }
