@@ -212,9 +212,15 @@ static uint32_t kernel_events(struct rs_epreg *g)
 	if (t && RS_LOAD(t->kfull))
 		g->kout = 1;
 	uint32_t out = g->kout ? EPOLLOUT : 0;
-	if (rx_direct(g))
-		return (g->events & (EPOLLIN | EPOLLRDNORM | EPOLLRDHUP | EPOLLPRI | EPOLLET | EPOLLONESHOT)) |
-		       ((g->events & EPOLLOUT) ? out | EPOLLET : 0);
+	if (rx_direct(g)) {
+		uint32_t in = g->events & (EPOLLIN | EPOLLRDNORM | EPOLLRDHUP | EPOLLPRI | EPOLLET | EPOLLONESHOT);
+		if (!(g->events & EPOLLOUT) || (g->events & EPOLLET))
+			return in | ((g->events & EPOLLOUT) ? out : 0);
+		/* Level-triggered input: EPOLLET for the room edges would make
+		 * the input edge-triggered too.  EPOLLOUT is watched (level)
+		 * only while the buffer is full; its first report drops it. */
+		return in | (t && RS_LOAD(t->kfull) ? EPOLLOUT : 0);
+	}
 	return EPOLLET | out;
 }
 
@@ -818,8 +824,17 @@ int rs_ep_wait(int epfd, struct epoll_event *evs, int max, int timeout_ms, const
 			if (g->engine) {
 				wake = 1; /* HUP/ERR edge of an engine socket */
 				struct rs_tcp *kt = g->s ? atomic_load(&g->s->eng) : NULL;
-				if (kt)
+				if (kt && (e.events & (EPOLLERR | EPOLLHUP))) {
+					/* a reset or hang-up: engine readiness asks
+					 * the kernel about it from now on */
 					rs_tcp_kernel_hup(kt, e.events);
+					if (!rx_direct(g)) {
+						rs_mutex_lock(&ep->lock);
+						g->edge = 1;
+						ready_push(ep, g);
+						rs_mutex_unlock(&ep->lock);
+					}
+				}
 				if ((e.events & EPOLLOUT) && kt && RS_LOAD(kt->kfull)) {
 					/* the kernel's buffer has room again */
 					RS_STORE(kt->kfull, 0);
@@ -828,8 +843,17 @@ int rs_ep_wait(int epfd, struct epoll_event *evs, int max, int timeout_ms, const
 					ready_push(ep, g);
 					rs_mutex_unlock(&ep->lock);
 				}
+				if ((e.events & EPOLLOUT) && !(g->kev & EPOLLET)) {
+					/* level-triggered room: watched no longer */
+					rs_mutex_lock(&ctl_lock);
+					reg_sync(g);
+					rs_mutex_unlock(&ctl_lock);
+				}
 				e.events &= ~(uint32_t)(EPOLLOUT | EPOLLWRNORM);
-				if (!rx_direct(g) || g->disabled)
+				/* (one-shot: the engine's half of this round's
+				 * report may have disabled it; the kernel's half
+				 * joins it) */
+				if (!rx_direct(g) || (g->disabled && g->seen != ep->round))
 					continue;
 				/* A bulk reader's input, reported by the kernel. */
 				e.events &= g->events | EPOLLHUP | EPOLLERR;

@@ -1826,8 +1826,19 @@ unsigned rs_tcp_readiness(struct rs_tcp *t)
 		ev |= EPOLLRDHUP;
 	if (t->rx_err || t->tx_err)
 		ev |= EPOLLERR;
-	if ((t->rx_eof && t->shut_wr) || t->rx_err == ECONNRESET)
+	if (((t->rx_eof || t->shut_rd) && t->shut_wr) || t->rx_err == ECONNRESET)
 		ev |= EPOLLHUP;
+	if (RS_LOAD(t->k_hup) && !t->recv_armed && t->fd >= 0) {
+		/* The kernel reported a reset or hang-up that no receive of
+		 * ours will: its ERR/HUP are the truth (ERR ends when the error
+		 * is taken). */
+		struct pollfd p = { t->fd, EPOLLRDHUP, 0 };
+		if (rs_syscall(SYS_poll, &p, 1, 0) == 1) {
+			ev |= (unsigned)p.revents & (EPOLLERR | EPOLLHUP | EPOLLRDHUP);
+			if (p.revents & EPOLLRDHUP) /* a read does not block */
+				ev |= EPOLLIN | EPOLLRDNORM;
+		}
+	}
 	if (t->shut_wr || t->epipe_pending || t->tx_err || t->rx_err ||
 	    (!t->drain && t->tx_bytes < t->tx_limit && !RS_LOAD(t->kfull)))
 		ev |= EPOLLOUT | EPOLLWRNORM;

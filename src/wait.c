@@ -93,12 +93,14 @@ int rs_wait_poll(struct pollfd *fds, unsigned long n, int timeout_ms, const stru
 				kind[i] = K_ENGINE;
 				/* The kernel ignores it, or, for a bulk reader, reports
 				 * its input. */
-				k[i].events &= (rs_tcp_kernel_input(t) ? (POLLIN | POLLRDNORM | POLLPRI | POLLRDHUP) : 0) |
-					       (RS_LOAD(t->kfull) ? (POLLOUT | POLLWRNORM) : 0);
 				/* With no receive of ours in flight (the stream
 				 * ended, reads go to the kernel), a reset reaches
-				 * only the kernel: it is asked for ERR/HUP. */
-				if (!k[i].events && RS_LOAD(t->recv_armed))
+				 * only the kernel: it is asked for ERR/HUP, and
+				 * RDHUP. */
+				int no_recv = !RS_LOAD(t->recv_armed);
+				k[i].events &= (rs_tcp_kernel_input(t) ? (POLLIN | POLLRDNORM | POLLPRI | POLLRDHUP) : 0) |
+					       (RS_LOAD(t->kfull) ? (POLLOUT | POLLWRNORM) : 0) | (no_recv ? POLLRDHUP : 0);
+				if (!k[i].events && !no_recv)
 					k[i].fd = -1;
 				unsigned ev = to_poll(rs_tcp_readiness(t)) &
 					      ((unsigned)fds[i].events | POLLERR | POLLHUP);
