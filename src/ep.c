@@ -873,10 +873,13 @@ int rs_ep_wait(int epfd, struct epoll_event *evs, int max, int timeout_ms, const
 					evs[out++] = e;
 				continue;
 			}
+			if (g->disabled && g->seen != ep->round)
+				continue; /* one-shot, fired from engine state: the
+					   * kernel's registration still has ERR/HUP */
 			struct rs_tcp *t = g->s ? atomic_load(&g->s->eng) : NULL;
 			if (t && !rs_tcp_passive(t) && RS_LOAD(t->mode) == RS_TM_DETACHED &&
 			    (RS_LOAD(t->rx_bytes) || RS_LOAD(t->leftover)))
-				e.events |= EPOLLIN | EPOLLRDNORM;
+				e.events |= (EPOLLIN | EPOLLRDNORM) & g->events;
 			e.data.u64 = g->data;
 			if (g->seen == ep->round && out > 0) {
 				/* also reported from engine state this round: merge */

@@ -1220,11 +1220,11 @@ static int take_error(struct rs_tcp *t)
 /* All the engine held went to a read with room left, and the kernel has
  * the socket's input now (detached, or reads through the kernel with no
  * receive of ours in flight): the read goes on into the kernel's queue,
- * without waiting, as one kernel read would have taken both.  Returns the
- * bytes added. */
+ * without waiting, as one kernel read would have taken both (MSG_TRUNC:
+ * discards the rest of what it asked to).  Returns the bytes added. */
 static size_t kernel_rest(struct rs_tcp *t, const struct iovec *iov, int iovcnt, size_t skip, int flags)
 {
-	if (flags & MSG_TRUNC || iovcnt > 8 || t->fd < 0)
+	if (iovcnt > 8 || t->fd < 0)
 		return 0;
 	if (!(t->mode == RS_TM_DETACHED ||
 	      (t->mode == RS_TM_ARMED && (t->rx_direct || t->rx_starved) && !t->recv_armed)))
@@ -1242,7 +1242,7 @@ static size_t kernel_rest(struct rs_tcp *t, const struct iovec *iov, int iovcnt,
 		n++;
 	}
 	struct msghdr m = { .msg_iov = v, .msg_iovlen = (size_t)n };
-	long k = rs_syscall(SYS_recvmsg, t->fd, &m, (flags & MSG_PEEK) | MSG_DONTWAIT);
+	long k = rs_syscall(SYS_recvmsg, t->fd, &m, (flags & (MSG_PEEK | MSG_TRUNC)) | MSG_DONTWAIT);
 	return k > 0 ? (size_t)k : 0;
 }
 
