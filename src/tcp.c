@@ -710,7 +710,10 @@ int rs_tcp_passive(struct rs_tcp *t)
 /* Detached with nothing held: from now on the kernel serves it alone. */
 static void maybe_passive(struct rs_tcp *t)
 {
-	if (t->mode == RS_TM_DETACHED && !rx_held(t) && !t->tx_cnt && !t->send_inflight && !t->drain)
+	/* (an error a receive of ours took from the kernel is reported
+	 * first: the kernel no longer has it) */
+	if (t->mode == RS_TM_DETACHED && !rx_held(t) && !t->tx_cnt && !t->send_inflight && !t->drain &&
+	    !t->rx_err && !t->tx_err)
 		__atomic_store_n(&t->passive, 1, __ATOMIC_RELEASE);
 }
 
@@ -1273,7 +1276,7 @@ ssize_t rs_tcp_recv(struct rs_tcp *t, const struct iovec *iov, int iovcnt, int f
 			/* Pass-through after the leftover: the kernel has the rest.
 			 * Never block with the lock held (rs_tcp_recv_call naps). */
 			if (t->mode == RS_TM_DETACHED)
-				return RS_PASS;
+				return t->rx_err ? -take_error(t) : RS_PASS;
 			int f = flags | MSG_DONTWAIT;
 			struct msghdr m = { .msg_iov = (struct iovec *)iov, .msg_iovlen = (size_t)iovcnt };
 			return rs_syscall(SYS_recvmsg, t->fd, &m, f);
@@ -1467,6 +1470,12 @@ ssize_t rs_tcp_send(struct rs_tcp *t, const struct iovec *iov, int iovcnt, int f
 	if (t->drain && rs_drain_done(t->drain))
 		drain_end(t);
 	if (t->mode != RS_TM_ARMED) {
+		if (t->tx_err || t->rx_err) {
+			/* an error a completion of ours took from the kernel */
+			int e = t->tx_err ? t->tx_err : take_error(t);
+			t->tx_err = 0;
+			return send_error(e, flags);
+		}
 		if (t->tx_cnt || t->send_inflight || t->drain) {
 			/* The owner still has earlier bytes: they go first. */
 			if (t->mode == RS_TM_DETACHING && !t->send_inflight)
@@ -1493,8 +1502,13 @@ ssize_t rs_tcp_send(struct rs_tcp *t, const struct iovec *iov, int iovcnt, int f
 	}
 	if (t->rx_err)
 		return send_error(take_error(t), flags);
-	if (t->shut_wr || t->epipe_pending)
-		return send_error(EPIPE, flags);
+	if (t->shut_wr || t->epipe_pending) {
+		/* The send fails; the kernel says how: EPIPE, or a reset it
+		 * holds (ECONNRESET after SHUT_WR). */
+		struct msghdr m = { .msg_iov = (struct iovec *)iov, .msg_iovlen = (size_t)iovcnt };
+		long k = rs_syscall(SYS_sendmsg, t->fd, &m, flags | MSG_DONTWAIT | MSG_NOSIGNAL);
+		return k >= 0 ? k : send_error((int)-k, flags);
+	}
 	size_t total = iov_total(iov, iovcnt);
 	if (total == 0)
 		return 0;
