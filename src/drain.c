@@ -310,6 +310,12 @@ static int ring_setup(void)
 	return 0;
 }
 
+static void say_no_drain(void)
+{
+	rs_info("the drain thread could not start (RLIMIT_NOFILE too low for its file slots, or no thread); "
+		"sends to a full socket finish when their thread next waits for the engine");
+}
+
 /* Lock held. */
 static int start(void)
 {
@@ -338,20 +344,36 @@ static int start(void)
 	pthread_attr_destroy(&attr);
 	if (e != 0)
 		goto fail_evfd;
-	futex_wait_change(&dr.setup, 0, -1);
-	if (__atomic_load_n(&dr.setup, __ATOMIC_ACQUIRE) != 1) {
-		pthread_join(dr.th, NULL);
-		goto fail_evfd;
-	}
+	/* Not waited for here: the first job waits for the ring
+	 * (ring_ready).  A thread started in a fork child can stall in a
+	 * runtime's own start-up (a sanitizer's allocator locked at the
+	 * fork), and a program that never fills a socket must not hang on
+	 * it. */
 	dr.state = 1;
 	return 1;
 fail_evfd:
 	rs_fdguard_release(dr.evfd);
 	dr.evfd = -1;
 fail:
-	rs_info("the drain thread could not start (RLIMIT_NOFILE too low for its file slots, or no thread); "
-		"sends to a full socket finish when their thread next waits for the engine");
+	say_no_drain();
 	return -1;
+}
+
+/* Lock held, thread started: has it made its ring?  If it could not, the
+ * thread has ended and there is no drain thread from now on. */
+static int ring_ready(void)
+{
+	futex_wait_change(&dr.setup, 0, -1);
+	if (__atomic_load_n(&dr.setup, __ATOMIC_ACQUIRE) == 1)
+		return 1;
+	if (dr.state == 1) {
+		pthread_join(dr.th, NULL);
+		rs_fdguard_release(dr.evfd);
+		dr.evfd = -1;
+		dr.state = -1;
+		say_no_drain();
+	}
+	return 0;
 }
 
 /* ---- the engine's side ------------------------------------------------------ */
@@ -369,7 +391,7 @@ struct rs_drain_job *rs_drain_start(int fd, char *buf, size_t len, struct rs_rin
 	if (!j)
 		return NULL;
 	rs_mutex_lock(&dr.lock);
-	if (start() < 0)
+	if (start() < 0 || !ring_ready())
 		goto fail;
 	int slot = -1;
 	for (int i = 0; i < dr.nslots / 64 && slot < 0; i++)
@@ -472,9 +494,11 @@ static void stop(void)
 	/* (under the lock: another thread's rs_drain_watch reads the state) */
 	rs_mutex_lock(&dr.lock);
 	rs_fdguard_release(dr.evfd);
-	rs_fdguard_release(dr.ring.ring_fd);
-	dr.ring.ring_fd = -1;
-	io_uring_queue_exit(&dr.ring);
+	if (__atomic_load_n(&dr.setup, __ATOMIC_ACQUIRE) == 1) {
+		rs_fdguard_release(dr.ring.ring_fd);
+		dr.ring.ring_fd = -1;
+		io_uring_queue_exit(&dr.ring);
+	}
 	dr.evfd = -1;
 	dr.state = 0;
 	dr.restart = 1;
@@ -513,7 +537,8 @@ void rs_drain_after_fork(int child)
 	 * left to the child; the sockets' records forget them). */
 	if (dr.state == 1) {
 		rs_fdguard_release(dr.evfd);
-		rs_fdguard_release(dr.ring.ring_fd);
+		if (__atomic_load_n(&dr.setup, __ATOMIC_ACQUIRE) == 1)
+			rs_fdguard_release(dr.ring.ring_fd);
 	}
 	dr.state = 0;
 	dr.evfd = -1;

@@ -45,8 +45,14 @@ static int child_uses_socket(void)
 int main(void)
 {
 	int threads_ok = 0, forks_ok = 0;
-	/* (fewer rounds under a sanitizer: each fork costs far more there) */
-	int rounds = getenv("SCN_SANITIZER") ? ROUNDS / 3 : ROUNDS;
+	/* (fewer rounds under a sanitizer: each fork costs far more there.
+	 * And no child uses a socket: GCC 12's AddressSanitizer does not
+	 * lock its allocator across fork, so a child that allocates after a
+	 * fork made while another thread was allocating (a worker, a thread
+	 * starting) deadlocks inside the sanitizer, with or without the
+	 * library; seen here in about one run in eight.) */
+	int sanitizer = getenv("SCN_SANITIZER") != NULL;
+	int rounds = sanitizer ? ROUNDS / 3 : ROUNDS;
 	for (int round = 0; round < rounds; round++) {
 		pthread_t th[WORKERS];
 		for (int i = 0; i < WORKERS; i++)
@@ -57,7 +63,7 @@ int main(void)
 			if (p < 0)
 				die("fork");
 			if (p == 0)
-				_exit(f % 2 ? child_uses_socket() : 0);
+				_exit(f % 2 && !sanitizer ? child_uses_socket() : 0);
 			int st;
 			while (waitpid(p, &st, 0) < 0 && errno == EINTR)
 				;
