@@ -73,5 +73,12 @@ RS_EXPORT int shutdown(int fd, int how)
 				return (int)rs_ret(r);
 		}
 	}
-	return REAL(shutdown)(fd, how);
+	int r = REAL(shutdown)(fd, how);
+	if (r == 0 && s) { /* for the engine, should it arm the socket later */
+		if (how == SHUT_RD || how == SHUT_RDWR)
+			s->shut_rd = 1;
+		if (how == SHUT_WR || how == SHUT_RDWR)
+			s->shut_wr = 1;
+	}
+	return r;
 }

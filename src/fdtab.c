@@ -164,6 +164,8 @@ int rs_fd_track(int fd, int domain, int type, int protocol)
 	s->timeo_known = 0;
 	s->born_gen = __atomic_load_n(&rs_fork_gen, __ATOMIC_RELAXED);
 	s->no_engine = 0;
+	s->urgent = 0;
+	s->shut_rd = s->shut_wr = 0;
 	s->pt_counted = 0;
 	s->pt_counted_blocking = 0;
 	s->tx_run = s->pingpong = 0;

@@ -87,6 +87,7 @@ struct rs_sock {
 	uint8_t timeo_known;    /* ...as read from the kernel since last set */
 	uint8_t no_engine;      /* never arm it (pt_reason says why) */
 	uint8_t urgent;         /* the program asked about urgent data */
+	uint8_t shut_rd, shut_wr; /* shut down before the engine armed it */
 	uint8_t pt_counted;     /* counted as accelerated or passed through */
 	uint8_t pt_counted_blocking; /* counted once as blocking */
 	/* engine, blocking sockets (here: a blocking read ends unlocked) */

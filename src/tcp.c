@@ -461,6 +461,12 @@ static struct rs_tcp *arm(struct rs_sock *s, int fd)
 	/* Open before a fork: the other process may read it, so no receive
 	 * may take its data in advance; reads go to the kernel. */
 	t->rx_direct = s->born_gen != __atomic_load_n(&rs_fork_gen, __ATOMIC_RELAXED);
+	/* Shut down before now (through the kernel): after SHUT_RD the
+	 * kernel's reads say when the input ends (see rs_tcp_shutdown). */
+	t->shut_rd = s->shut_rd;
+	t->shut_wr = s->shut_wr;
+	if (t->shut_rd)
+		t->rx_direct = 1;
 	if (!t->rx_direct && s->nonblock && rs_rt.cfg.v[RS_K_ARM_AFTER]) {
 		/* New: its first reads go to the kernel (one request and a close
 		 * would pay for arming and cancelling a receive for nothing). */
@@ -1812,18 +1818,30 @@ static void send_done(struct rs_ring *r, struct rs_tcp *t, struct io_uring_cqe *
 
 void rs_tcp_complete(struct rs_ring *r, struct rs_tcp *t, int op, struct io_uring_cqe *c)
 {
+	/* Which completions are an edge for epoll: every receive (data, the
+	 * end, an error: the kernel wakes its waiters for each), and a send
+	 * only when it makes a full socket writable again or fails, as the
+	 * kernel's write-space wake-ups come only after the buffer was
+	 * full.  (An edge for every send would wake an edge-triggered loop
+	 * once more per response.) */
+	int edge = op == RS_UD_RECV;
 	switch (op) {
 	case RS_UD_RECV:
 		recv_done(r, t, c);
 		break;
-	case RS_UD_SEND:
+	case RS_UD_SEND: {
+		int was_full = t->tx_bytes >= t->tx_limit || t->drain || t->tx_wait;
+		int had_err = t->tx_err;
 		send_done(r, t, c);
+		edge = (was_full && !(t->tx_bytes >= t->tx_limit || t->drain || t->tx_wait)) ||
+		       (t->tx_err && !had_err);
 		break;
+	}
 	case RS_UD_CANCEL:
 		t->ops_inflight--;
 		break;
 	}
-	if (!t->closing)
+	if (edge && !t->closing)
 		rs_ep_sock_changed(t);
 	maybe_finish(r, t);
 }
