@@ -442,6 +442,17 @@ static inline int rs_tcp_kernel_input(struct rs_tcp *t)
 	return RS_LOAD(t->rx_direct) || RS_LOAD(t->rx_starved);
 }
 
+/* Input the engine holds for t (a hint for readiness, read without its
+ * lock): its receive queue, or the part of what it held at a fork that
+ * neither process has read yet. */
+static inline int rs_tcp_has_input(struct rs_tcp *t)
+{
+	if (RS_LOAD(t->rx_bytes))
+		return 1;
+	struct rs_shared_rx *l = RS_LOAD(t->leftover);
+	return l && __atomic_load_n(&l->off, __ATOMIC_RELAXED) < __atomic_load_n(&l->len, __ATOMIC_RELAXED);
+}
+
 /* A poll or epoll answer from the kernel said ERR or HUP for t: the
  * program has seen the reset or the end, so its next send must fail as
  * the kernel's would rather than be queued. */

@@ -607,7 +607,7 @@ static int collect(struct rs_ep *ep, struct rs_ring *r, struct epoll_event *evs,
 		unsigned ready;
 		if (g->engine && o == r && mode == RS_TM_ARMED) {
 			ready = rs_tcp_readiness(t);
-		} else if (!rs_tcp_passive(t) && (RS_LOAD(t->rx_bytes) || RS_LOAD(t->leftover))) {
+		} else if (!rs_tcp_passive(t) && rs_tcp_has_input(t)) {
 			ready = EPOLLIN | EPOLLRDNORM; /* held after detaching */
 			if (!g->engine) {
 				/* and what the kernel says of the socket meanwhile
@@ -878,7 +878,7 @@ int rs_ep_wait(int epfd, struct epoll_event *evs, int max, int timeout_ms, const
 					   * kernel's registration still has ERR/HUP */
 			struct rs_tcp *t = g->s ? atomic_load(&g->s->eng) : NULL;
 			if (t && !rs_tcp_passive(t) && RS_LOAD(t->mode) == RS_TM_DETACHED &&
-			    (RS_LOAD(t->rx_bytes) || RS_LOAD(t->leftover)))
+			    rs_tcp_has_input(t))
 				e.events |= (EPOLLIN | EPOLLRDNORM) & g->events;
 			e.data.u64 = g->data;
 			if (g->seen == ep->round && out > 0) {

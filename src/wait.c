@@ -112,7 +112,7 @@ int rs_wait_poll(struct pollfd *fds, unsigned long n, int timeout_ms, const stru
 				 * data: look again every few milliseconds. */
 				kind[i] = K_LEFTOVER;
 				transient |= RS_LOAD(t->mode) == RS_TM_DETACHING;
-				if ((RS_LOAD(t->rx_bytes) || RS_LOAD(t->leftover)) &&
+				if (rs_tcp_has_input(t) &&
 				    (fds[i].events & (POLLIN | POLLRDNORM))) {
 					k[i].revents = (short)(fds[i].events & (POLLIN | POLLRDNORM));
 					ready++;
