@@ -703,6 +703,7 @@ int rs_ep_wait(int epfd, struct epoll_event *evs, int max, int timeout_ms, const
 		ring_mode = r->owned != NULL && (r->nrecv || r->txq || r->sq_sends);
 		rs_ring_unlock(r);
 	}
+	int looked_again = 0;
 	for (;;) {
 		int n = 0, nforeign = 0, wake = 0, transient = 0;
 		struct rs_sock *foreign[8];
@@ -897,7 +898,10 @@ int rs_ep_wait(int epfd, struct epoll_event *evs, int max, int timeout_ms, const
 		}
 		if (out > 0 || !wake)
 			return out;
-		if (timeout_ms == 0)
+		/* Woken by a completion, an ERR/HUP edge of an engine socket or
+		 * a ring's eventfd: what it brought is on the ready list now.  A
+		 * poll with no timeout looks once more. */
+		if (timeout_ms == 0 && looked_again++)
 			return 0;
 		if (deadline >= 0 && now_ns() >= deadline)
 			return 0;
