@@ -389,6 +389,7 @@ struct rs_tcp {
 	int mode;                /* enum rs_tcp_mode */
 	int rx_err;               /* error to report after queued data */
 	int tx_err;               /* asynchronous send error to report */
+	uint8_t tx_err_eof;       /* ...which came after the input's end */
 	uint32_t rx_cap, rx_head, rx_cnt;
 	uint32_t rx_bytes;        /* bytes queued */
 	uint32_t rx_limit;        /* bound on engine-held data */

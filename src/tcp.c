@@ -1252,6 +1252,8 @@ static size_t kernel_rest(struct rs_tcp *t, const struct iovec *iov, int iovcnt,
 	}
 	struct msghdr m = { .msg_iov = v, .msg_iovlen = (size_t)n };
 	long k = rs_syscall(SYS_recvmsg, t->fd, &m, (flags & (MSG_PEEK | MSG_TRUNC)) | MSG_DONTWAIT);
+	if (k < 0 && k != -EAGAIN && k != -EINTR && !t->rx_err)
+		t->rx_err = (int)-k; /* the kernel gave it to this read: the next one reports it */
 	return k > 0 ? (size_t)k : 0;
 }
 
@@ -1289,6 +1291,13 @@ ssize_t rs_tcp_recv(struct rs_tcp *t, const struct iovec *iov, int iovcnt, int f
 		}
 		if (t->rx_err)
 			return -take_error(t);
+		if (t->tx_err && !t->tx_err_eof) {
+			int e = t->tx_err; /* (see set_tx_err) */
+			t->tx_err = 0;
+			t->rx_eof = 1;
+			t->epipe_pending = 1;
+			return -e;
+		}
 		if (t->rx_eof && !t->recv_armed) {
 			/* Past the end the kernel answers again, as it does
 			 * without us: after shutdown(SHUT_RD) a peer's new data
@@ -1395,6 +1404,18 @@ static void drain_handover(struct rs_ring *r, struct rs_tcp *t)
 	}
 }
 
+/* An asynchronous send failed: the kernel's pending error (a reset) went
+ * to our completion, where without us the program's next call would have
+ * taken it, a read included, unless the peer's FIN came first (a read
+ * then returns 0 and leaves the error to the next send). */
+static void set_tx_err(struct rs_tcp *t, int e)
+{
+	if (t->tx_err)
+		return;
+	t->tx_err = e;
+	t->tx_err_eof = t->rx_eof;
+}
+
 /* t's drain job has ended: an error is reported like any send's. */
 static void drain_end(struct rs_tcp *t)
 {
@@ -1403,8 +1424,8 @@ static void drain_end(struct rs_tcp *t)
 		off_draining(t->owner, t);
 	rs_drain_release(t->drain);
 	t->drain = NULL;
-	if (e && !t->tx_err)
-		t->tx_err = e;
+	if (e)
+		set_tx_err(t, e);
 	if (!t->closing)
 		rs_ep_sock_changed(t);
 }
@@ -1679,7 +1700,7 @@ size_t rs_tcp_flush_direct(struct rs_tcp *t)
 		if (n == -EINTR)
 			continue;
 		if (n < 0) {
-			t->tx_err = (int)-n;
+			set_tx_err(t, (int)-n);
 			tx_drop_all(t, r);
 			break;
 		}
@@ -1718,7 +1739,7 @@ void rs_tcp_flush_queued(struct rs_ring *r)
 			if (n == -EINTR)
 				continue;
 			if (n < 0 && n != -EAGAIN) {
-				t->tx_err = (int)-n;
+				set_tx_err(t, (int)-n);
 				tx_drop_all(t, r);
 				break;
 			}
@@ -1800,7 +1821,7 @@ static void send_done(struct rs_ring *r, struct rs_tcp *t, struct io_uring_cqe *
 	} else if (res == -EAGAIN || res == 0) {
 		full = 1;
 	} else {
-		t->tx_err = -res;
+		set_tx_err(t, -res);
 		tx_drop_all(t, r);
 	}
 	if (!t->tx_cnt)
