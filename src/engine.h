@@ -454,6 +454,13 @@ static inline int rs_tcp_has_input(struct rs_tcp *t)
 	return l && __atomic_load_n(&l->off, __ATOMIC_RELAXED) < __atomic_load_n(&l->len, __ATOMIC_RELAXED);
 }
 
+/* An error the engine took from the kernel (a reset its receive or send
+ * met) and has not reported yet: the kernel no longer shows it. */
+static inline int rs_tcp_has_error(struct rs_tcp *t)
+{
+	return RS_LOAD(t->rx_err) || RS_LOAD(t->tx_err);
+}
+
 /* A poll or epoll answer from the kernel said ERR or HUP for t: the
  * program has seen the reset or the end, so its next send must fail as
  * the kernel's would rather than be queued. */

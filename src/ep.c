@@ -607,8 +607,11 @@ static int collect(struct rs_ep *ep, struct rs_ring *r, struct epoll_event *evs,
 		unsigned ready;
 		if (g->engine && o == r && mode == RS_TM_ARMED) {
 			ready = rs_tcp_readiness(t);
-		} else if (!rs_tcp_passive(t) && rs_tcp_has_input(t)) {
-			ready = EPOLLIN | EPOLLRDNORM; /* held after detaching */
+		} else if (!rs_tcp_passive(t) && (rs_tcp_has_input(t) || rs_tcp_has_error(t))) {
+			/* held after detaching: bytes, or an error taken from the
+			 * kernel */
+			ready = (rs_tcp_has_input(t) ? EPOLLIN | EPOLLRDNORM : 0) |
+				(rs_tcp_has_error(t) ? EPOLLERR : 0);
 			if (!g->engine) {
 				/* and what the kernel says of the socket meanwhile
 				 * (EPOLLPRI, EPOLLOUT...), in the same event, as one
@@ -881,6 +884,8 @@ int rs_ep_wait(int epfd, struct epoll_event *evs, int max, int timeout_ms, const
 			if (t && !rs_tcp_passive(t) && RS_LOAD(t->mode) == RS_TM_DETACHED &&
 			    rs_tcp_has_input(t))
 				e.events |= (EPOLLIN | EPOLLRDNORM) & g->events;
+			if (t && !rs_tcp_passive(t) && RS_LOAD(t->mode) == RS_TM_DETACHED && rs_tcp_has_error(t))
+				e.events |= EPOLLERR;
 			e.data.u64 = g->data;
 			if (g->seen == ep->round && out > 0) {
 				/* also reported from engine state this round: merge */

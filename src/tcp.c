@@ -1220,7 +1220,7 @@ static void maybe_unthrottle(struct rs_tcp *t)
 static int take_error(struct rs_tcp *t)
 {
 	int e = t->rx_err;
-	t->rx_err = 0;
+	RS_STORE(t->rx_err, 0);
 	t->rx_eof = 1;        /* after a reset the stream reads as ended */
 	t->epipe_pending = 1; /* and writes fail with EPIPE */
 	return e;
@@ -1253,7 +1253,7 @@ static size_t kernel_rest(struct rs_tcp *t, const struct iovec *iov, int iovcnt,
 	struct msghdr m = { .msg_iov = v, .msg_iovlen = (size_t)n };
 	long k = rs_syscall(SYS_recvmsg, t->fd, &m, (flags & (MSG_PEEK | MSG_TRUNC)) | MSG_DONTWAIT);
 	if (k < 0 && k != -EAGAIN && k != -EINTR && !t->rx_err)
-		t->rx_err = (int)-k; /* the kernel gave it to this read: the next one reports it */
+		RS_STORE(t->rx_err, (int)-k); /* the kernel gave it to this read: the next one reports it */
 	return k > 0 ? (size_t)k : 0;
 }
 
@@ -1293,7 +1293,7 @@ ssize_t rs_tcp_recv(struct rs_tcp *t, const struct iovec *iov, int iovcnt, int f
 			return -take_error(t);
 		if (t->tx_err && !t->tx_err_eof) {
 			int e = t->tx_err; /* (see set_tx_err) */
-			t->tx_err = 0;
+			RS_STORE(t->tx_err, 0);
 			t->rx_eof = 1;
 			t->epipe_pending = 1;
 			return -e;
@@ -1412,7 +1412,7 @@ static void set_tx_err(struct rs_tcp *t, int e)
 {
 	if (t->tx_err)
 		return;
-	t->tx_err = e;
+	RS_STORE(t->tx_err, e);
 	t->tx_err_eof = t->rx_eof;
 }
 
@@ -1500,7 +1500,7 @@ ssize_t rs_tcp_send(struct rs_tcp *t, const struct iovec *iov, int iovcnt, int f
 		if (t->tx_err || t->rx_err) {
 			/* an error a completion of ours took from the kernel */
 			int e = t->tx_err ? t->tx_err : take_error(t);
-			t->tx_err = 0;
+			RS_STORE(t->tx_err, 0);
 			return send_error(e, flags);
 		}
 		if (t->tx_cnt || t->send_inflight || t->drain) {
@@ -1522,7 +1522,7 @@ ssize_t rs_tcp_send(struct rs_tcp *t, const struct iovec *iov, int iovcnt, int f
 	}
 	if (t->tx_err) {
 		int e = t->tx_err;
-		t->tx_err = 0;
+		RS_STORE(t->tx_err, 0);
 		if (e != EPIPE)
 			t->epipe_pending = 1;
 		return send_error(e, flags);
@@ -1792,7 +1792,7 @@ static void recv_done(struct rs_ring *r, struct rs_tcp *t, struct io_uring_cqe *
 	} else if (c->res == -EINVAL && t->rx_capped) {
 		__atomic_store_n(&recv_cap_ok, 0, __ATOMIC_RELAXED); /* re-armed without */
 	} else if (c->res != -ECANCELED) {
-		t->rx_err = -c->res;
+		RS_STORE(t->rx_err, -c->res);
 	}
 	if (!more) {
 		/* The multishot receive ended: out of buffers, cancelled (for the
@@ -1918,7 +1918,7 @@ int rs_tcp_so_error(struct rs_tcp *t)
 	int e = t->rx_err ? take_error(t) : 0;
 	if (!e && t->tx_err) {
 		e = t->tx_err;
-		t->tx_err = 0;
+		RS_STORE(t->tx_err, 0);
 		t->epipe_pending = 1;
 	}
 	return e;

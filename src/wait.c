@@ -117,6 +117,10 @@ int rs_wait_poll(struct pollfd *fds, unsigned long n, int timeout_ms, const stru
 					k[i].revents = (short)(fds[i].events & (POLLIN | POLLRDNORM));
 					ready++;
 				}
+				if (rs_tcp_has_error(t)) { /* taken from the kernel: ours to report */
+					k[i].revents |= POLLERR;
+					ready += k[i].revents == POLLERR;
+				}
 			}
 		}
 		unsigned long nk = n;
