@@ -214,8 +214,11 @@ static uint32_t kernel_events(struct rs_epreg *g)
 	uint32_t out = g->kout ? EPOLLOUT : 0;
 	if (rx_direct(g)) {
 		uint32_t in = g->events & (EPOLLIN | EPOLLRDNORM | EPOLLRDHUP | EPOLLPRI | EPOLLET | EPOLLONESHOT);
-		if (!(g->events & EPOLLOUT) || (g->events & EPOLLET))
-			return in | ((g->events & EPOLLOUT) ? out : 0);
+		if (!(g->events & EPOLLOUT))
+			return in;
+		if (g->events & EPOLLET) /* the kernel's edges carry its whole
+					  * mask: OUT is translated on the way out */
+			return in | EPOLLOUT;
 		/* Level-triggered input: EPOLLET for the room edges would make
 		 * the input edge-triggered too.  EPOLLOUT is watched (level)
 		 * only while the buffer is full; its first report drops it. */
@@ -853,14 +856,20 @@ int rs_ep_wait(int epfd, struct epoll_event *evs, int max, int timeout_ms, const
 					reg_sync(g);
 					rs_mutex_unlock(&ctl_lock);
 				}
+				uint32_t kev_out = e.events & EPOLLOUT;
 				e.events &= ~(uint32_t)(EPOLLOUT | EPOLLWRNORM);
 				/* (one-shot: the engine's half of this round's
 				 * report may have disabled it; the kernel's half
 				 * joins it) */
 				if (!rx_direct(g) || (g->disabled && g->seen != ep->round))
 					continue;
-				/* A bulk reader's input, reported by the kernel. */
+				/* A bulk reader's input, reported by the kernel; an
+				 * edge carries the whole mask, as the kernel's does,
+				 * with writability as the engine has it. */
 				e.events &= g->events | EPOLLHUP | EPOLLERR;
+				if ((g->events & (EPOLLET | EPOLLOUT)) == (EPOLLET | EPOLLOUT) && (e.events || kev_out) &&
+				    kt && rs_tcp_writable(kt))
+					e.events |= EPOLLOUT;
 				if (!e.events)
 					continue;
 				if (g->events & EPOLLONESHOT)

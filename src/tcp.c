@@ -708,6 +708,15 @@ struct rs_tcp *rs_tcp_enter(struct rs_sock *s, int fd, int do_arm)
 	return t;
 }
 
+/* Whether t can take a send now, as its readiness says (locks t). */
+int rs_tcp_writable(struct rs_tcp *t)
+{
+	lock_t(t);
+	int w = t->mode == RS_TM_ARMED && (rs_tcp_readiness(t) & EPOLLOUT);
+	rs_tcp_unlock(t);
+	return w;
+}
+
 int rs_tcp_passive(struct rs_tcp *t)
 {
 	return __atomic_load_n(&t->passive, __ATOMIC_ACQUIRE);
@@ -1043,7 +1052,7 @@ ssize_t rs_tcp_send_call(struct rs_sock *s, int fd, const struct iovec *iov, int
 			r = RS_PASS;
 			break;
 		}
-		if (t->mode == RS_TM_DETACHED && !t->tx_cnt && !t->drain) {
+		if (t->mode == RS_TM_DETACHED && !t->tx_cnt && !t->drain && !t->rx_err && !t->tx_err) {
 			/* A blocking send must not hold the socket's lock. */
 			rs_tcp_unlock(t);
 			r = RS_PASS;
