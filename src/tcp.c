@@ -87,6 +87,7 @@ void rs_tcp_passthrough(struct rs_sock *s, int reason)
 
 static size_t rx_held(struct rs_tcp *t);
 static int tx_idle_cond(void *arg);
+static ssize_t send_error(int e, int flags);
 
 /* ---- locking ------------------------------------------------------------ */
 
@@ -880,6 +881,23 @@ static int iov_cur_skip(struct iov_cur *c, const struct iovec *iov, int n, size_
 	return 0;
 }
 
+/* A blocking call that moved bytes then met an error (a reset) returns
+ * the bytes; the kernel keeps such an error for the next call, but our
+ * continuation's own kernel call has taken it: keep it for that call. */
+static void keep_error(struct rs_sock *s, size_t done, ssize_t r)
+{
+	if (done && r < 0 && r != -EAGAIN && r != -EINTR && r != RS_PASS)
+		__atomic_store_n(&s->err_kept, (int)-r, __ATOMIC_RELAXED);
+}
+
+/* The error keep_error kept, for this call (0: none). */
+static int kept_error(struct rs_sock *s)
+{
+	if (!__atomic_load_n(&s->err_kept, __ATOMIC_RELAXED))
+		return 0;
+	return __atomic_exchange_n(&s->err_kept, 0, __ATOMIC_RELAXED);
+}
+
 /* A blocking call's result: bytes done before an error or the end count. */
 static ssize_t with_done(size_t done, ssize_t r)
 {
@@ -923,6 +941,9 @@ ssize_t rs_tcp_recv_call(struct rs_sock *s, int fd, const struct iovec *iov, int
 	}
 	if (flags & MSG_ERRQUEUE)
 		return RS_PASS; /* the error queue is the kernel's */
+	int e = kept_error(s);
+	if (e)
+		return -e;
 	int block = !s->nonblock && !(flags & MSG_DONTWAIT);
 	/* MSG_WAITALL on a blocking socket: until the buffer is full, the
 	 * stream ends, an error, the timeout or a signal */
@@ -1029,6 +1050,7 @@ ssize_t rs_tcp_recv_call(struct rs_sock *s, int fd, const struct iovec *iov, int
 		}
 	}
 	free(cur.heap);
+	keep_error(s, done, r);
 	return with_done(done, r);
 }
 
@@ -1038,6 +1060,9 @@ ssize_t rs_tcp_send_call(struct rs_sock *s, int fd, const struct iovec *iov, int
 		rs_tcp_before_kernel(s, fd, -1);
 		return RS_PASS;
 	}
+	int e = kept_error(s);
+	if (e)
+		return send_error(e, flags);
 	/* A blocking send returns when all is accepted, or with what was
 	 * when the timeout or a signal ends it. */
 	int block = !s->nonblock && !(flags & MSG_DONTWAIT);
@@ -1104,6 +1129,7 @@ ssize_t rs_tcp_send_call(struct rs_sock *s, int fd, const struct iovec *iov, int
 		r = rs_blocking_syscall(SYS_sendmsg, fd, (long)&m, flags | MSG_NOSIGNAL, 0, 0, 0);
 	}
 	free(cur.heap);
+	keep_error(s, done, r);
 	return with_done(done, r);
 }
 
