@@ -1734,6 +1734,15 @@ static void child_exit(int how)
 	_exit(9);
 }
 
+/* The fork child's report from the pipe, then its end status. */
+static int child_report(int rfd, pid_t pid, struct crep *rep)
+{
+	if (read(rfd, rep, sizeof(*rep)) != sizeof(*rep))
+		rep->r = -999;
+	close(rfd);
+	return reap(pid);
+}
+
 static void st_fork(void)
 {
 	int variant = (int)below(opt_K ? 8 : 7);
@@ -1787,10 +1796,7 @@ static void st_fork(void)
 			child_exit(how);
 		}
 		close(pfd[1]);
-		if (read(pfd[0], &rep, sizeof(rep)) != sizeof(rep))
-			rep.r = -999;
-		close(pfd[0]);
-		int st = reap(pid);
+		int st = child_report(pfd[0], pid, &rep);
 		P("fork: child %s(%s, %zu, %s) = %s%s%08x", rcall_name[call], en(id), n, msgflags(flags), res(rep.r, rep.err),
 		  rep.r > 0 ? " sum " : " ", rep.r > 0 ? rep.sum : 0);
 		show_status("fork: child", st);
@@ -1831,10 +1837,7 @@ static void st_fork(void)
 			child_exit(how);
 		}
 		close(pfd[1]);
-		if (read(pfd[0], &rep, sizeof(rep)) != sizeof(rep))
-			rep.r = -999;
-		close(pfd[0]);
-		int st = reap(pid);
+		int st = child_report(pfd[0], pid, &rep);
 		P("fork: child %s(%s, %zu) = %s", call_name[call], en(id), n, res(rep.r, rep.err));
 		show_status(variant == 7 ? "fork: child (SIGKILL)" : "fork: child", st);
 		if (rep.r > 0) {
@@ -1868,10 +1871,7 @@ static void st_fork(void)
 		close(pfd[1]);
 		int se;
 		long s = send_all(wid, n, shw, &se);
-		if (read(pfd[0], &rep, sizeof(rep)) != sizeof(rep))
-			rep.r = -999;
-		close(pfd[0]);
-		int st = reap(pid);
+		int st = child_report(pfd[0], pid, &rep);
 		P("fork: parent sends %zu on %s = %s; child reads %zu (+%zu unread) on %s = %ld sum %08x%s%s", n, en(wid),
 		  res(s, se), n, pend, en(rid), rep.r, rep.sum, rep.err ? " error " : "",
 		  rep.err ? (rep.err < 0 ? "EOF" : en_(rep.err)) : "");
@@ -1911,10 +1911,7 @@ static void st_fork(void)
 		uint32_t sum;
 		int re;
 		long g = recv_all(rid, total, rhow, &sum, &re);
-		if (read(pfd[0], &rep, sizeof(rep)) != sizeof(rep))
-			rep.r = -999;
-		close(pfd[0]);
-		int st = reap(pid);
+		int st = child_report(pfd[0], pid, &rep);
 		P("fork: child sends %zu on %s = %s; parent reads %zu (+%zu unread) on %s = %ld sum %08x%s%s", n, en(wid),
 		  res(rep.r, rep.err), n, pend, en(rid), g, sum, re ? " error " : "", re ? (re < 0 ? "EOF" : en_(re)) : "");
 		show_status("fork: child", st);
@@ -1949,10 +1946,7 @@ static void st_fork(void)
 			child_exit(how);
 		}
 		close(pfd[1]);
-		if (read(pfd[0], &rep, sizeof(rep)) != sizeof(rep))
-			rep.r = -999;
-		close(pfd[0]);
-		int st = reap(pid);
+		int st = child_report(pfd[0], pid, &rep);
 		if (what == 2 && id >= 0) {
 			static const char *sn[] = { "SHUT_RD", "SHUT_WR", "SHUT_RDWR" };
 			P("fork: child shutdown(%s, %s) = %s, %s", en(id), sn[hw], res(rep.r, rep.err), hn[how]);
@@ -2029,10 +2023,7 @@ static void st_fork(void)
 			child_exit(how);
 		}
 		close(pfd[1]);
-		if (read(pfd[0], &rep, sizeof(rep)) != sizeof(rep))
-			rep.r = -999;
-		close(pfd[0]);
-		int st = reap(pid);
+		int st = child_report(pfd[0], pid, &rep);
 		int s2 = accept(l, NULL, NULL);
 		close(l);
 		long got = 0;
