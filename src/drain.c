@@ -20,7 +20,8 @@
  * The thread starts with the first ring, with every signal blocked.  Every
  * RS_WATCH_MS it also looks for rings whose owner left sends queued and
  * went to block where the library cannot see (rs_engine_watchdog).  fork
- * waits (up to 10 s) for running jobs; the child starts afresh.
+ * waits (up to 10 s) for running jobs and stops the idle thread, not its
+ * ring (see ring_setup); the child starts afresh.
  */
 #include <errno.h>
 #include <linux/futex.h>
@@ -61,8 +62,8 @@ static struct {
 	pthread_t th;
 	int stop;                     /* the thread is asked to end (fork) */
 	int restart;                  /* stopped for fork: start again after */
-	uint32_t setup;               /* futex word: 1 the thread made its ring,
-				       * 2 it could not */
+	int ring_ok;                  /* the ring and eventfd exist (kept across
+				       * the thread's stops, see ring_setup) */
 	struct io_uring ring;
 	int evfd;
 	uint64_t evbuf;
@@ -206,16 +207,9 @@ static void job_sent(struct rs_drain_job *j, int res)
 	io_uring_sqe_set_data64(sqe, (uint64_t)(uintptr_t)j);
 }
 
-static int ring_setup(void);
-
 static void *drain_main(void *arg)
 {
 	(void)arg;
-	int ok = ring_setup() == 0;
-	__atomic_store_n(&dr.setup, ok ? 1 : 2, __ATOMIC_RELEASE);
-	futex_wake(&dr.setup);
-	if (!ok)
-		return NULL;
 	/* Enter through a registered index (this thread's own), so the
 	 * number of the ring's fd may change (fdguard) under it. */
 	io_uring_register_ring_fd(&dr.ring);
@@ -270,14 +264,16 @@ static void *drain_main(void *arg)
 	return NULL;
 }
 
-/* The ring is made by the drain thread itself, not by the thread that
- * starts it: the kernel ties a ring to the tasks that made or used it, and
- * when the ring goes (a fork stops the thread) it tells each of them with
- * task work that interrupts whatever blocking call they are in.  A
- * program's recv with SO_RCVTIMEO would then fail with EINTR for no
- * signal of its own.  Returns 0 or -1; no lock held (start waits). */
+/* The ring, made once by the first thread that needs the drain and kept
+ * for the life of the process (a fork stops the thread, not the ring).
+ * The kernel ties a ring to the task that made it: when the ring goes, it
+ * tells that task with task work, which interrupts whatever blocking call
+ * it is in (a recv with SO_RCVTIMEO then fails with EINTR for no signal
+ * of the program's).  Lock held. */
 static int ring_setup(void)
 {
+	if (dr.ring_ok)
+		return 0;
 	struct io_uring_params p;
 	memset(&p, 0, sizeof(p));
 	if (io_uring_queue_init_params(DRAIN_ENTRIES, &dr.ring, &p) < 0)
@@ -301,27 +297,9 @@ static int ring_setup(void)
 			dr.nslots = (int)want;
 			break;
 		}
-	if (!dr.nslots || rs_fdguard_adopt(dr.ring.ring_fd, &dr.ring.ring_fd) < 0) {
-		io_uring_queue_exit(&dr.ring);
-		dr.ring.ring_fd = -1;
-		return -1;
-	}
+	if (!dr.nslots || rs_fdguard_adopt(dr.ring.ring_fd, &dr.ring.ring_fd) < 0)
+		goto fail;
 	dr.ring.enter_ring_fd = dr.ring.ring_fd; /* liburing enters through it */
-	return 0;
-}
-
-static void say_no_drain(void)
-{
-	rs_info("the drain thread could not start (RLIMIT_NOFILE too low for its file slots, or no thread); "
-		"sends to a full socket finish when their thread next waits for the engine");
-}
-
-/* Lock held. */
-static int start(void)
-{
-	if (dr.state)
-		return dr.state;
-	dr.state = -1;
 	long efd = rs_syscall(SYS_eventfd2, 0, EFD_CLOEXEC);
 	if (efd < 0)
 		goto fail;
@@ -331,6 +309,26 @@ static int start(void)
 		dr.evfd = -1;
 		goto fail;
 	}
+	dr.ring_ok = 1;
+	return 0;
+fail:
+	rs_fdguard_release(dr.ring.ring_fd); /* (closes it, adopted or not) */
+	dr.ring.ring_fd = -1;
+	io_uring_queue_exit(&dr.ring);
+	return -1;
+}
+
+/* Lock held. */
+static int start(void)
+{
+	if (dr.state)
+		return dr.state;
+	dr.state = -1;
+	if (ring_setup() < 0) {
+		rs_info("the drain thread could not start (RLIMIT_NOFILE too low for its file slots, or no "
+			"io_uring); sends to a full socket finish when their thread next waits for the engine");
+		return -1;
+	}
 	sigset_t all, old;
 	sigfillset(&all);
 	pthread_attr_t attr;
@@ -338,42 +336,16 @@ static int start(void)
 	pthread_attr_setstacksize(&attr, 64 * 1024);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
 	dr.stop = 0;
-	__atomic_store_n(&dr.setup, 0, __ATOMIC_RELAXED);
 	int e = pthread_create(&dr.th, &attr, drain_main, NULL);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	pthread_attr_destroy(&attr);
-	if (e != 0)
-		goto fail_evfd;
-	/* Not waited for here: the first job waits for the ring
-	 * (ring_ready).  A thread started in a fork child can stall in a
-	 * runtime's own start-up (a sanitizer's allocator locked at the
-	 * fork), and a program that never fills a socket must not hang on
-	 * it. */
+	if (e != 0) {
+		rs_info("the drain thread could not start (no thread); sends to a full socket finish when "
+			"their thread next waits for the engine");
+		return -1;
+	}
 	dr.state = 1;
 	return 1;
-fail_evfd:
-	rs_fdguard_release(dr.evfd);
-	dr.evfd = -1;
-fail:
-	say_no_drain();
-	return -1;
-}
-
-/* Lock held, thread started: has it made its ring?  If it could not, the
- * thread has ended and there is no drain thread from now on. */
-static int ring_ready(void)
-{
-	futex_wait_change(&dr.setup, 0, -1);
-	if (__atomic_load_n(&dr.setup, __ATOMIC_ACQUIRE) == 1)
-		return 1;
-	if (dr.state == 1) {
-		pthread_join(dr.th, NULL);
-		rs_fdguard_release(dr.evfd);
-		dr.evfd = -1;
-		dr.state = -1;
-		say_no_drain();
-	}
-	return 0;
 }
 
 /* ---- the engine's side ------------------------------------------------------ */
@@ -391,7 +363,7 @@ struct rs_drain_job *rs_drain_start(int fd, char *buf, size_t len, struct rs_rin
 	if (!j)
 		return NULL;
 	rs_mutex_lock(&dr.lock);
-	if (start() < 0 || !ring_ready())
+	if (start() < 0)
 		goto fail;
 	int slot = -1;
 	for (int i = 0; i < dr.nslots / 64 && slot < 0; i++)
@@ -478,7 +450,7 @@ int rs_drain_wait_all(int timeout_ms)
 	}
 }
 
-/* Tear the idle thread and its ring down (lock not held). */
+/* Stop the idle thread; its ring stays (lock not held). */
 static void stop(void)
 {
 	rs_mutex_lock(&dr.lock);
@@ -493,13 +465,6 @@ static void stop(void)
 	pthread_join(dr.th, NULL);
 	/* (under the lock: another thread's rs_drain_watch reads the state) */
 	rs_mutex_lock(&dr.lock);
-	rs_fdguard_release(dr.evfd);
-	if (__atomic_load_n(&dr.setup, __ATOMIC_ACQUIRE) == 1) {
-		rs_fdguard_release(dr.ring.ring_fd);
-		dr.ring.ring_fd = -1;
-		io_uring_queue_exit(&dr.ring);
-	}
-	dr.evfd = -1;
 	dr.state = 0;
 	dr.restart = 1;
 	rs_mutex_unlock(&dr.lock);
@@ -535,11 +500,11 @@ void rs_drain_after_fork(int child)
 	dr.restart = 0;
 	/* The thread is the parent's, and so are the jobs (their memory is
 	 * left to the child; the sockets' records forget them). */
-	if (dr.state == 1) {
+	if (dr.ring_ok) { /* the child's copies of the parent's */
 		rs_fdguard_release(dr.evfd);
-		if (__atomic_load_n(&dr.setup, __ATOMIC_ACQUIRE) == 1)
-			rs_fdguard_release(dr.ring.ring_fd);
+		rs_fdguard_release(dr.ring.ring_fd);
 	}
+	dr.ring_ok = 0;
 	dr.state = 0;
 	dr.evfd = -1;
 	dr.incoming = dr.all = NULL;

@@ -890,11 +890,13 @@ int rs_ep_wait(int epfd, struct epoll_event *evs, int max, int timeout_ms, const
 				continue; /* one-shot, fired from engine state: the
 					   * kernel's registration still has ERR/HUP */
 			struct rs_tcp *t = g->s ? atomic_load(&g->s->eng) : NULL;
-			if (t && !rs_tcp_passive(t) && RS_LOAD(t->mode) == RS_TM_DETACHED &&
-			    rs_tcp_has_input(t))
-				e.events |= (EPOLLIN | EPOLLRDNORM) & g->events;
-			if (t && !rs_tcp_passive(t) && RS_LOAD(t->mode) == RS_TM_DETACHED && rs_tcp_has_error(t))
-				e.events |= EPOLLERR;
+			if (t && !rs_tcp_passive(t) && RS_LOAD(t->mode) == RS_TM_DETACHED) {
+				/* what the engine still holds for it */
+				if (rs_tcp_has_input(t))
+					e.events |= (EPOLLIN | EPOLLRDNORM) & g->events;
+				if (rs_tcp_has_error(t))
+					e.events |= EPOLLERR;
+			}
 			e.data.u64 = g->data;
 			if (g->seen == ep->round && out > 0) {
 				/* also reported from engine state this round: merge */

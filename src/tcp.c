@@ -886,8 +886,13 @@ static int iov_cur_skip(struct iov_cur *c, const struct iovec *iov, int n, size_
  * continuation's own kernel call has taken it: keep it for that call. */
 static void keep_error(struct rs_sock *s, size_t done, ssize_t r)
 {
-	if (done && r < 0 && r != -EAGAIN && r != -EINTR && r != RS_PASS)
+	if (!done || r >= 0)
+		return;
+	switch (-r) { /* the socket's pending (asynchronous) errors only */
+	case ECONNRESET: case ETIMEDOUT: case ECONNREFUSED: case EHOSTUNREACH:
+	case ENETUNREACH: case ENETDOWN: case EHOSTDOWN:
 		__atomic_store_n(&s->err_kept, (int)-r, __ATOMIC_RELAXED);
+	}
 }
 
 /* The error keep_error kept, for this call (0: none). */
