@@ -1297,6 +1297,20 @@ static size_t kernel_rest(struct rs_tcp *t, const struct iovec *iov, int iovcnt,
 	return k > 0 ? (size_t)k : 0;
 }
 
+/* A read found nothing (r: EAGAIN, or 0 at the end): an error a send
+ * completion of ours took from the kernel is this read's, after all the
+ * input, as the kernel's read would have returned it (see set_tx_err). */
+static ssize_t or_tx_error(struct rs_tcp *t, ssize_t r)
+{
+	if ((r != -EAGAIN && r != 0) || !t->tx_err || t->tx_err_eof)
+		return r;
+	int e = t->tx_err;
+	RS_STORE(t->tx_err, 0);
+	t->rx_eof = 1;
+	t->epipe_pending = 1;
+	return -e;
+}
+
 ssize_t rs_tcp_recv(struct rs_tcp *t, const struct iovec *iov, int iovcnt, int flags)
 {
 	size_t want = iov_total(iov, iovcnt); /* with MSG_TRUNC: bytes to discard */
@@ -1331,13 +1345,6 @@ ssize_t rs_tcp_recv(struct rs_tcp *t, const struct iovec *iov, int iovcnt, int f
 		}
 		if (t->rx_err)
 			return -take_error(t);
-		if (t->tx_err && !t->tx_err_eof) {
-			int e = t->tx_err; /* (see set_tx_err) */
-			RS_STORE(t->tx_err, 0);
-			t->rx_eof = 1;
-			t->epipe_pending = 1;
-			return -e;
-		}
 		if (t->rx_eof && !t->recv_armed) {
 			/* Past the end the kernel answers again, as it does
 			 * without us: after shutdown(SHUT_RD) a peer's new data
@@ -1345,10 +1352,10 @@ ssize_t rs_tcp_recv(struct rs_tcp *t, const struct iovec *iov, int iovcnt, int f
 			 * next read.  (No receive of ours is in flight: the
 			 * end ended it.) */
 			struct msghdr m = { .msg_iov = (struct iovec *)iov, .msg_iovlen = (size_t)iovcnt };
-			return rs_syscall(SYS_recvmsg, t->fd, &m, flags | MSG_DONTWAIT);
+			return or_tx_error(t, rs_syscall(SYS_recvmsg, t->fd, &m, flags | MSG_DONTWAIT));
 		}
 		if (t->rx_eof)
-			return 0;
+			return or_tx_error(t, 0);
 		struct rs_ring *r = t->owner;
 		size_t direct = (size_t)rs_rt.cfg.v[RS_K_DIRECT_THRESHOLD];
 		if (direct && want >= direct && r == rs_ring_tls) {
@@ -1369,7 +1376,7 @@ ssize_t rs_tcp_recv(struct rs_tcp *t, const struct iovec *iov, int iovcnt, int f
 				t->epipe_pending = 1;
 			if (n != -EAGAIN)
 				rs_stat_add(RS_C_DIRECT, 1);
-			return n;
+			return or_tx_error(t, n);
 		}
 		if (round < 2 && r == rs_ring_tls &&
 		    (will_block ? rs_ring_has_input_work(r) : rs_ring_has_work(r))) {
@@ -1394,12 +1401,12 @@ ssize_t rs_tcp_recv(struct rs_tcp *t, const struct iovec *iov, int iovcnt, int f
 				    r == rs_ring_tls && !t->rx_eof && !t->shut_rd)
 					end_probation(r, t);
 			}
-			return n;
+			return or_tx_error(t, n);
 		}
 		if (!t->recv_armed && !t->throttled)
 			rs_tcp_submit_recv(r, t);
 		rs_stat_add(RS_C_CALLS_NOSYS, 1);
-		return -EAGAIN;
+		return or_tx_error(t, -EAGAIN);
 	}
 }
 
