@@ -75,7 +75,6 @@ void __tsan_release(void *addr);
 #define rs_tsan_acquire(p) ((void)0)
 #define rs_tsan_release(p) ((void)0)
 #endif
-extern RS_TLS int rs_lock_depth;     /* engine locks this thread holds */
 extern RS_TLS int rs_fatal_pending;  /* a fatal signal waits for them */
 void rs_sig_fatal_deferred(void);
 static inline void rs_mutex_lock(pthread_mutex_t *m)

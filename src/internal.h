@@ -175,10 +175,15 @@ static inline int rs_in_vfork_child(void)
 	return rs_unlikely(rs_vfork_pending) && rs_vfork_child_slow();
 }
 /* The library serves this caller (initialised, and not a vfork child). */
+/* Engine locks this thread holds (sig.c).  A call made while it holds
+ * one comes from a signal handler that interrupted the engine (libuv's
+ * SIGCHLD handler writes a pipe): it must not take them again, so it is
+ * passed straight to the kernel. */
+extern RS_TLS int rs_lock_depth;
 static inline int rs_ready(void)
 {
 	return atomic_load_explicit(&rs_rt.state, memory_order_acquire) == RS_ST_READY &&
-	       !rs_in_vfork_child();
+	       !rs_in_vfork_child() && !rs_lock_depth;
 }
 /* Is (domain, type) a socket the engine would serve? */
 int rs_sock_eligible(int domain, int type, int protocol);
