@@ -73,7 +73,12 @@ check "sockperf ping-pong: sockets tracked" test "$(stat_sum "$TMP/sp-pp.stats" 
 check "sockperf ping-pong: the engine served its socket" test "$(stat_sum "$TMP/sp-pp.stats" accelerated)" -ge 1
 # A blocking ping-pong client has nothing to batch: the engine hands its
 # reads and its one send per round straight to the kernel.
-check "sockperf ping-pong: sends made straight to the kernel" test "$(stat_sum "$TMP/sp-pp.stats" direct)" -gt 1000
+# (A share of its calls, not a count: how many rounds fit in the run
+# depends on the machine's load.)
+pp_calls=$(stat_sum "$TMP/sp-pp.stats" sendrecv)
+pp_direct=$(stat_sum "$TMP/sp-pp.stats" direct)
+check "sockperf ping-pong: sends made straight to the kernel ($pp_direct of $pp_calls calls)" \
+	test "$pp_calls" -ge 100 -a $((pp_direct * 4)) -ge "$pp_calls"
 timeout 60 "$RS" --stats="$TMP/sp-tp.stats" sockperf throughput --tcp -i 127.0.0.1 -p "$port" -t 2 -m 1024 >"$TMP/tp.out" 2>&1
 check "sockperf throughput: exit 0" test $? = 0
 check "sockperf throughput: summary" grep -q "Summary: BandWidth is" "$TMP/tp.out"
