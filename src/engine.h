@@ -77,17 +77,26 @@ void __tsan_release(void *addr);
 #endif
 extern RS_TLS int rs_fatal_pending;  /* a fatal signal waits for them */
 void rs_sig_fatal_deferred(void);
+/* rs_lock_depth counts from before the lock is taken to after it is
+ * released: a signal handler that runs meanwhile (even while the lock is
+ * being acquired) sees it and leaves the engine alone (rs_ready). */
 static inline void rs_mutex_lock(pthread_mutex_t *m)
 {
-	pthread_mutex_lock(m);
 	rs_lock_depth++;
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	pthread_mutex_lock(m);
 	rs_tsan_acquire(m);
 }
 static inline int rs_mutex_trylock(pthread_mutex_t *m)
 {
-	if (pthread_mutex_trylock(m) != 0)
-		return -1;
 	rs_lock_depth++;
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	if (pthread_mutex_trylock(m) != 0) {
+		__atomic_signal_fence(__ATOMIC_SEQ_CST);
+		if (--rs_lock_depth == 0 && rs_unlikely(rs_fatal_pending))
+			rs_sig_fatal_deferred();
+		return -1;
+	}
 	rs_tsan_acquire(m);
 	return 0;
 }
@@ -95,6 +104,7 @@ static inline void rs_mutex_unlock(pthread_mutex_t *m)
 {
 	rs_tsan_release(m);
 	pthread_mutex_unlock(m);
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	if (--rs_lock_depth == 0 && rs_unlikely(rs_fatal_pending))
 		rs_sig_fatal_deferred();
 }

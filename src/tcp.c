@@ -1598,11 +1598,14 @@ ssize_t rs_tcp_send(struct rs_tcp *t, const struct iovec *iov, int iovcnt, int f
 	 * the kernel): nothing to batch it with, so the kernel's send. */
 	struct rs_sock *s = t->sock;
 	int pp = !s->nonblock && t->rx_direct && RS_LOAD(s->pingpong) && !RS_LOAD(s->tx_run);
+	/* Open before a fork or spawn: the other process may shut it down or
+	 * draw its reset, which only a send to the kernel sees at once. */
+	int shared = s->born_gen != __atomic_load_n(&rs_fork_gen, __ATOMIC_RELAXED);
 	if (!s->nonblock && RS_LOAD(s->tx_run) < 2)
 		RS_STORE(s->tx_run, RS_LOAD(s->tx_run) + 1);
 	if (!t->tx_cnt && !t->send_inflight &&
 	    ((direct && total >= direct) || RS_LOAD(t->kfull) || !t->sent || t->rx_eof || RS_LOAD(t->k_hup) ||
-	     pp)) {
+	     pp || shared)) {
 		/* A large send with nothing queued: straight into the kernel's
 		 * buffer, one copy.  The same while the kernel's buffer was last
 		 * seen full: a partial count or EAGAIN, as the kernel says.  And
