@@ -1275,6 +1275,8 @@ static size_t kernel_rest(struct rs_tcp *t, const struct iovec *iov, int iovcnt,
 {
 	if (iovcnt > 8 || t->fd < 0)
 		return 0;
+	if (t->sock->urgent && at_mark(t->fd))
+		return 0; /* one kernel read would have stopped at the mark */
 	if (!(t->mode == RS_TM_DETACHED ||
 	      (t->mode == RS_TM_ARMED && (t->rx_direct || t->rx_starved) && !t->recv_armed)))
 		return 0;
