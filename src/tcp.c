@@ -1277,6 +1277,12 @@ static size_t kernel_rest(struct rs_tcp *t, const struct iovec *iov, int iovcnt,
 		return 0;
 	if (t->sock->urgent && at_mark(t->fd))
 		return 0; /* one kernel read would have stopped at the mark */
+	/* A pending error (a reset) stays the kernel's: one kernel read would
+	 * have returned the bytes and left it for the next call, which may be
+	 * another process's (a fork child shares the socket). */
+	struct pollfd p = { t->fd, 0, 0 };
+	if (rs_syscall(SYS_poll, &p, 1, 0) == 1 && (p.revents & POLLERR))
+		return 0;
 	if (!(t->mode == RS_TM_DETACHED ||
 	      (t->mode == RS_TM_ARMED && (t->rx_direct || t->rx_starved) && !t->recv_armed)))
 		return 0;
