@@ -517,8 +517,8 @@ int rs_tcp_so_error(struct rs_tcp *t);           /* pending error, 0 if none */
 void rs_tcp_detach_self(struct rs_tcp *t, int reason); /* owner-side, synchronous */
 void rs_tcp_passthrough(struct rs_sock *s, int reason); /* never arm it (not yet armed) */
 int rs_tcp_passive(struct rs_tcp *t);
-unsigned rs_tcp_readiness(struct rs_tcp *t);
-int rs_tcp_writable(struct rs_tcp *t); /* locks t */   /* EPOLL* bits */
+unsigned rs_tcp_readiness(struct rs_tcp *t);   /* EPOLL* bits */
+int rs_tcp_writable(struct rs_tcp *t);         /* its EPOLLOUT, locks t */
 /* Completion of an op for t (ring.c calls it, owner lock held). */
 void rs_tcp_complete(struct rs_ring *r, struct rs_tcp *t, int op, struct io_uring_cqe *cqe);
 void rs_tcp_submit_tx(struct rs_ring *r, struct rs_tcp *t);

@@ -174,12 +174,13 @@ static inline int rs_in_vfork_child(void)
 {
 	return rs_unlikely(rs_vfork_pending) && rs_vfork_child_slow();
 }
-/* The library serves this caller (initialised, and not a vfork child). */
 /* Engine locks this thread holds (sig.c).  A call made while it holds
  * one comes from a signal handler that interrupted the engine (libuv's
  * SIGCHLD handler writes a pipe): it must not take them again, so it is
  * passed straight to the kernel. */
 extern RS_TLS int rs_lock_depth;
+/* The library serves this caller (initialised, not a vfork child, not a
+ * signal handler inside the engine). */
 static inline int rs_ready(void)
 {
 	return atomic_load_explicit(&rs_rt.state, memory_order_acquire) == RS_ST_READY &&

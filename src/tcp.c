@@ -1547,17 +1547,26 @@ static void queue_tx(struct rs_ring *r, struct rs_tcp *t)
 		rs_ring_progress(r);
 }
 
+/* The error a send reports first: one a send completion of ours took
+ * from the kernel, else one a receive took (tx_err or rx_err set). */
+static int take_send_error(struct rs_tcp *t)
+{
+	int e = t->tx_err;
+	if (!e)
+		return take_error(t);
+	RS_STORE(t->tx_err, 0);
+	if (e != EPIPE)
+		t->epipe_pending = 1;
+	return e;
+}
+
 ssize_t rs_tcp_send(struct rs_tcp *t, const struct iovec *iov, int iovcnt, int flags)
 {
 	if (t->drain && rs_drain_done(t->drain))
 		drain_end(t);
 	if (t->mode != RS_TM_ARMED) {
-		if (t->tx_err || t->rx_err) {
-			/* an error a completion of ours took from the kernel */
-			int e = t->tx_err ? t->tx_err : take_error(t);
-			RS_STORE(t->tx_err, 0);
-			return send_error(e, flags);
-		}
+		if (t->tx_err || t->rx_err)
+			return send_error(take_send_error(t), flags);
 		if (t->tx_cnt || t->send_inflight || t->drain) {
 			/* The owner still has earlier bytes: they go first. */
 			if (t->mode == RS_TM_DETACHING && !t->send_inflight)
@@ -1575,15 +1584,8 @@ ssize_t rs_tcp_send(struct rs_tcp *t, const struct iovec *iov, int iovcnt, int f
 		 * Event loops keep batching. */
 		rs_ring_progress(t->owner);
 	}
-	if (t->tx_err) {
-		int e = t->tx_err;
-		RS_STORE(t->tx_err, 0);
-		if (e != EPIPE)
-			t->epipe_pending = 1;
-		return send_error(e, flags);
-	}
-	if (t->rx_err)
-		return send_error(take_error(t), flags);
+	if (t->tx_err || t->rx_err)
+		return send_error(take_send_error(t), flags);
 	if (t->shut_wr || t->epipe_pending) {
 		/* The send fails; the kernel says how: EPIPE, or a reset it
 		 * holds (ECONNRESET after SHUT_WR). */
