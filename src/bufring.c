@@ -32,7 +32,8 @@ int rs_bufring_setup(struct rs_ring *r)
 	b->bgid = 0;
 	size_t ring_len = (size_t)b->count * sizeof(struct io_uring_buf);
 	ring_len = (ring_len + 4095) & ~(size_t)4095;
-	b->map_len = ring_len + (size_t)b->count * b->size;
+	size_t ovf_len = ((size_t)b->count * sizeof(struct rs_bufovf) + 4095) & ~(size_t)4095;
+	b->map_len = ring_len + ovf_len + (size_t)b->count * b->size;
 	void *m = mmap(NULL, b->map_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (m == MAP_FAILED)
 		return -ENOMEM;
@@ -40,7 +41,8 @@ int rs_bufring_setup(struct rs_ring *r)
 	 * out before fork (tcp.c). */
 	madvise(m, b->map_len, MADV_DONTFORK);
 	b->br = m;
-	b->mem = (char *)m + ring_len;
+	b->ovf = (struct rs_bufovf *)((char *)m + ring_len);
+	b->mem = (char *)m + ring_len + ovf_len;
 	struct io_uring_buf_reg reg = {
 		.ring_addr = (uint64_t)(uintptr_t)b->br,
 		.ring_entries = b->count,

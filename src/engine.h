@@ -125,6 +125,7 @@ enum {
 	RS_FAULT_CANCEL,      /* a multishot receive cancelled as soon as armed */
 	RS_FAULT_BUF_HOLD,    /* consumed buffers not given back yet (ENOBUFS) */
 	RS_FAULT_NO_SQE,      /* the submission queue has no room */
+	RS_FAULT_RX_NOMEM,    /* a socket's receive queue cannot grow (malloc) */
 };
 __attribute__((weak, visibility("default"))) int ringsock_test_fault(int site);
 static inline int rs_fault(int site)
@@ -168,7 +169,15 @@ struct rs_bufring {
 	unsigned short bgid;
 	unsigned pending;       /* added to the ring, tail not advanced yet */
 	unsigned held;          /* buffers handed out and not returned */
+	struct rs_bufovf *ovf;  /* one overflow slot per buffer (tcp.c rx_push) */
 	size_t map_len;
+};
+/* A received buffer queued through the overflow chain instead of the
+ * socket's queue array (which could not grow): a buffer is in at most one
+ * place, so a slot per buffer always suffices and queuing never fails. */
+struct rs_bufovf {
+	uint32_t len, off;
+	uint32_t next;          /* next buffer id + 1; 0: the end */
 };
 int rs_bufring_setup(struct rs_ring *r);
 void rs_bufring_destroy(struct rs_ring *r);
@@ -403,6 +412,9 @@ struct rs_tcp {
 	uint32_t rx_bytes;        /* bytes queued */
 	uint32_t rx_limit;        /* bound on engine-held data */
 	uint32_t rx_bufs;         /* ring buffers held */
+	uint32_t ovf_head, ovf_tail; /* overflow chain after the queue array:
+				   * buffer id + 1 in ovf_ring's slots; 0: empty */
+	struct rs_ring *ovf_ring;
 	uint32_t leftover_map;
 	uint32_t tx_cap, tx_head, tx_cnt;
 	uint32_t tx_bytes;        /* accepted, not yet completed */

@@ -158,17 +158,84 @@ static struct rs_txseg *tx_at(struct rs_tcp *t, uint32_t i)
 	return &t->tx[(t->tx_head + i) & (t->tx_cap - 1)];
 }
 
-static int rx_push(struct rs_tcp *t, char *data, uint32_t len, int32_t bid)
+/* Room for one more segment in the receive queue array. */
+static int rx_room(struct rs_tcp *t)
+{
+	if (t->rx_cnt == t->rx_cap && rs_fault(RS_FAULT_RX_NOMEM))
+		return -ENOMEM;
+	return make_room((void **)&t->rx, &t->rx_cap, &t->rx_head, t->rx_cnt, sizeof(*t->rx));
+}
+
+/* Overflow: a ring buffer whose data is out of the kernel must be queued
+ * even when the array cannot grow (out of memory).  It is linked through
+ * the ring's slot for that buffer (struct rs_bufovf), after the array; the
+ * buffers after it follow it there, in order, until the array can take
+ * them again (rx_unspill, at the next push and before each read). */
+static struct rs_bufovf *ovf_slot(struct rs_tcp *t, uint32_t id1)
+{
+	return &t->ovf_ring->buf.ovf[id1 - 1];
+}
+
+static void ovf_append(struct rs_tcp *t, struct rs_ring *r, unsigned bid, uint32_t len)
+{
+	if (!t->ovf_head)
+		t->ovf_ring = r;
+	r->buf.ovf[bid] = (struct rs_bufovf){ len, 0, 0 };
+	if (t->ovf_tail)
+		ovf_slot(t, t->ovf_tail)->next = bid + 1;
+	else
+		t->ovf_head = bid + 1;
+	t->ovf_tail = bid + 1;
+}
+
+/* The chain's head buffer is read: give it back. */
+static void ovf_pop(struct rs_tcp *t)
+{
+	uint32_t id1 = t->ovf_head;
+	t->ovf_head = ovf_slot(t, id1)->next;
+	if (!t->ovf_head)
+		t->ovf_tail = 0;
+	if (t->owner == t->ovf_ring) /* else lost with a failed copy (out of memory) */
+		rs_buf_release(t->ovf_ring, id1 - 1);
+	t->rx_bufs--;
+}
+
+static void rx_unspill(struct rs_tcp *t)
+{
+	while (t->ovf_head && rx_room(t) == 0) {
+		uint32_t id1 = t->ovf_head;
+		struct rs_bufovf *o = ovf_slot(t, id1);
+		struct rs_rxseg *g = rx_at(t, t->rx_cnt++);
+		g->data = rs_buf_addr(&t->ovf_ring->buf, id1 - 1);
+		g->len = o->len;
+		g->off = o->off;
+		g->bid = (int32_t)(id1 - 1);
+		t->ovf_head = o->next;
+		if (!t->ovf_head)
+			t->ovf_tail = 0;
+	}
+}
+
+/* Queue received data: bid >= 0 is buffer bid of ring r, which cannot
+ * fail (the overflow chain takes it); -2 is the socket's RX_CACHE buffer,
+ * for which the caller made room first. */
+static int rx_push(struct rs_tcp *t, struct rs_ring *r, char *data, uint32_t len, int32_t bid)
 {
 	if (rs_unlikely(__atomic_load_n(&rs_dying, __ATOMIC_RELAXED)))
 		return -ENOMEM; /* nobody will read it (rs_engine_die_flush) */
-	if (make_room((void **)&t->rx, &t->rx_cap, &t->rx_head, t->rx_cnt, sizeof(*t->rx)) < 0)
-		return -ENOMEM;
-	struct rs_rxseg *g = rx_at(t, t->rx_cnt++);
-	g->data = data;
-	g->len = len;
-	g->off = 0;
-	g->bid = bid;
+	if (t->ovf_head)
+		rx_unspill(t);
+	if (t->ovf_head || rx_room(t) < 0) {
+		if (bid < 0)
+			return -ENOMEM;
+		ovf_append(t, r, (unsigned)bid, len);
+	} else {
+		struct rs_rxseg *g = rx_at(t, t->rx_cnt++);
+		g->data = data;
+		g->len = len;
+		g->off = 0;
+		g->bid = bid;
+	}
 	RS_STORE(t->rx_bytes, t->rx_bytes + len);
 	if (bid >= 0)
 		t->rx_bufs++;
@@ -196,12 +263,17 @@ static void rx_drop_all(struct rs_tcp *t)
 {
 	while (t->rx_cnt)
 		rx_pop(t);
+	while (t->ovf_head)
+		ovf_pop(t);
 	RS_STORE(t->rx_bytes, 0);
 }
 
 /* Copy ring-buffer segments to the heap, so the ring can go. */
 static void rx_to_heap(struct rs_tcp *t)
 {
+	rx_unspill(t);
+	if (t->ovf_head)
+		rs_warn("out of memory: received data stays in a buffer of a thread's ring");
 	for (uint32_t i = 0; i < t->rx_cnt; i++) {
 		struct rs_rxseg *g = rx_at(t, i);
 		if (g->bid < 0)
@@ -1210,6 +1282,8 @@ static size_t rx_copy(struct rs_tcp *t, const struct iovec *iov, int n, size_t w
 			l->off += (uint32_t)k;
 		atomic_store(&l->lock, 0);
 	}
+	if (t->ovf_head && !peek)
+		rx_unspill(t);
 	uint32_t i = 0;
 	while (pos < want && i < t->rx_cnt) {
 		struct rs_rxseg *g = rx_at(t, i);
@@ -1227,6 +1301,24 @@ static size_t rx_copy(struct rs_tcp *t, const struct iovec *iov, int n, size_t w
 		RS_STORE(t->rx_bytes, t->rx_bytes - k);
 		if (g->off == g->len)
 			rx_pop(t);
+	}
+	for (uint32_t id1 = t->ovf_head; pos < want && id1;) {
+		struct rs_bufovf *o = ovf_slot(t, id1);
+		size_t avail = o->len - o->off;
+		size_t k = avail < want - pos ? avail : want - pos;
+		if (!trunc)
+			iov_put(iov, n, &pos, rs_buf_addr(&t->ovf_ring->buf, id1 - 1) + o->off, k);
+		else
+			pos += k;
+		if (peek) {
+			id1 = o->next;
+			continue;
+		}
+		o->off += (uint32_t)k;
+		RS_STORE(t->rx_bytes, t->rx_bytes - k);
+		if (o->off == o->len)
+			ovf_pop(t);
+		id1 = t->ovf_head;
 	}
 	return pos;
 }
@@ -1822,15 +1914,16 @@ static void recv_done(struct rs_ring *r, struct rs_tcp *t, struct io_uring_cqe *
 		unsigned bid = c->flags >> IORING_CQE_BUFFER_SHIFT;
 		r->buf.held++;
 		if (rs_rt.cfg.v[RS_K_RX_CACHE] && !t->closing && !t->rxc_used && !rs_dying &&
+		    !t->ovf_head && rx_room(t) == 0 &&
 		    (t->rxc || (t->rxc = malloc(r->buf.size)) != NULL)) {
 			/* RX_CACHE: copy into the socket's own buffer and give the
 			 * ring's buffer back at once. */
 			memcpy(t->rxc, rs_buf_addr(&r->buf, bid), (size_t)c->res);
 			rs_buf_release(r, bid);
-			if (rx_push(t, t->rxc, (uint32_t)c->res, -2) == 0)
+			if (rx_push(t, r, t->rxc, (uint32_t)c->res, -2) == 0)
 				t->rxc_used = 1;
 		} else if (t->closing ||
-			   rx_push(t, rs_buf_addr(&r->buf, bid), (uint32_t)c->res, (int32_t)bid) < 0)
+			   rx_push(t, r, rs_buf_addr(&r->buf, bid), (uint32_t)c->res, (int32_t)bid) < 0)
 			rs_buf_release(r, bid);
 		else if ((size_t)t->rx_bufs * r->buf.size >= t->rx_limit && !t->throttled) {
 			t->throttled = 1;
@@ -2096,6 +2189,7 @@ int rs_tcp_close(struct rs_sock *s, int fd)
 			t->rx_head = (t->rx_head + 1) & (t->rx_cap - 1);
 			t->rx_cnt--;
 		}
+		t->ovf_head = t->ovf_tail = 0; /* (buffers of a ring kept after a failed copy) */
 	}
 	t->closing = 1;
 	t->fd = -1; /* the number is the application's again */
@@ -2243,6 +2337,7 @@ void rs_tcp_fork_child(struct rs_tcp *t)
 	t->ops_inflight = 0;
 	/* ring buffers and frag chunks are not the child's */
 	t->rx_cnt = 0;
+	t->ovf_head = t->ovf_tail = 0;
 	t->rx_bufs = 0;
 	RS_STORE(t->rx_bytes, 0);
 	t->tx_cnt = 0;

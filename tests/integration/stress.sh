@@ -66,8 +66,10 @@ check "direct: large calls went straight to the kernel" test "$(stat_sum "$TMP/d
 # refused (EEXIST); short_send: every 3rd send takes 7 bytes; cancel: every
 # second receive cancelled as soon as armed (ECANCELED); buf_hold: every
 # second return of buffers held back (ENOBUFS storms); no_sqe: every 5th
-# SQE refused (a full submission queue).
-for f in setup:1 enter:7 short_send:3 cancel:2 buf_hold:2 no_sqe:5; do
+# SQE refused (a full submission queue); rx_nomem: every second growth of a
+# socket's receive queue fails (out of memory: the ring's overflow slots
+# take the data).
+for f in setup:1 enter:7 short_send:3 cancel:2 buf_hold:2 no_sqe:5 rx_nomem:2; do
 	run_case "fault-${f%%:*}" 150 6 LD_PRELOAD="$RS_FAULTS" RS_FAULT="$f" \
 		RINGSOCK_BUF_COUNT=64 RINGSOCK_ARM_AFTER=0
 done
