@@ -1397,6 +1397,24 @@ static size_t kernel_rest(struct rs_tcp *t, const struct iovec *iov, int iovcnt,
 	return k > 0 ? (size_t)k : 0;
 }
 
+static int recv_ended_cond(void *arg)
+{
+	return !((struct rs_tcp *)arg)->recv_armed;
+}
+
+/* The socket reads through the kernel from now on, and the cancel of its
+ * multishot receive is on the way: what that receive took comes before
+ * the kernel's queue, so a read that wants more than the engine holds
+ * waits for its last completion (this thread's ring: the cancel completes
+ * within the next enter, whatever the peer does), then goes on into the
+ * kernel's queue, as one kernel read would (kernel_rest).  Interrupted by
+ * a signal, the read returns what there is. */
+static void recv_end_wait(struct rs_tcp *t)
+{
+	cancel_recv(t->owner, t);
+	rs_ring_wait(t->owner, recv_ended_cond, t, -1);
+}
+
 /* A read found nothing (r: EAGAIN, or 0 at the end): an error a send
  * completion of ours took from the kernel is this read's, after all the
  * input, as the kernel's read would have returned it (see set_tx_err). */
@@ -1419,6 +1437,15 @@ ssize_t rs_tcp_recv(struct rs_tcp *t, const struct iovec *iov, int iovcnt, int f
 		size_t got = 0;
 		if (want == 0 && rx_held(t))
 			return 0; /* like tcp_recvmsg: 0 with data queued, else EAGAIN */
+		if (t->owner && t->owner == rs_ring_tls && rx_held(t) < want) {
+			if (t->recv_armed && t->rx_direct)
+				recv_end_wait(t);
+			else if ((flags & MSG_WAITALL) && round == 0 && rs_ring_has_work(t->owner))
+				/* MSG_WAITALL: the caller wants it all, so what is
+				 * on its way (this thread's sends, receives the
+				 * kernel has run) is taken first. */
+				rs_ring_progress(t->owner);
+		}
 		size_t held = rx_held(t);
 		if (held)
 			got = rx_copy(t, iov, iovcnt, want, flags);
