@@ -1371,9 +1371,13 @@ static size_t kernel_rest(struct rs_tcp *t, const struct iovec *iov, int iovcnt,
 		return 0; /* one kernel read would have stopped at the mark */
 	/* A pending error (a reset) stays the kernel's: one kernel read would
 	 * have returned the bytes and left it for the next call, which may be
-	 * another process's (a fork child shares the socket). */
+	 * another process's (a fork child shares the socket).  A read that
+	 * copies bytes leaves it pending, so the kernel's queued bytes are
+	 * still taken; with none, the read would take the error. */
 	struct pollfd p = { t->fd, 0, 0 };
-	if (rs_syscall(SYS_poll, &p, 1, 0) == 1 && (p.revents & POLLERR))
+	int inq = 0;
+	if (rs_syscall(SYS_poll, &p, 1, 0) == 1 && (p.revents & POLLERR) &&
+	    (rs_syscall(SYS_ioctl, t->fd, SIOCINQ, &inq) < 0 || inq <= 0))
 		return 0;
 	if (!(t->mode == RS_TM_DETACHED ||
 	      (t->mode == RS_TM_ARMED && (t->rx_direct || t->rx_starved) && !t->recv_armed)))
@@ -1440,10 +1444,13 @@ ssize_t rs_tcp_recv(struct rs_tcp *t, const struct iovec *iov, int iovcnt, int f
 		if (t->owner && t->owner == rs_ring_tls && rx_held(t) < want) {
 			if (t->recv_armed && t->rx_direct)
 				recv_end_wait(t);
-			else if ((flags & MSG_WAITALL) && round == 0 && rs_ring_has_work(t->owner))
-				/* MSG_WAITALL: the caller wants it all, so what is
-				 * on its way (this thread's sends, receives the
-				 * kernel has run) is taken first. */
+			else if ((will_block || (flags & MSG_WAITALL)) && round == 0 &&
+				 rs_ring_has_work(t->owner))
+				/* A blocking read, or MSG_WAITALL: what is on its
+				 * way (this thread's sends, receives the kernel has
+				 * run) comes first, as the kernel's read would have
+				 * found it.  (Event loops' nonblocking reads take what
+				 * is held: their sends stay batched.) */
 				rs_ring_progress(t->owner);
 		}
 		size_t held = rx_held(t);
