@@ -2031,8 +2031,10 @@ void rs_tcp_complete(struct rs_ring *r, struct rs_tcp *t, int op, struct io_urin
 	 * only when it makes a full socket writable again or fails, as the
 	 * kernel's write-space wake-ups come only after the buffer was
 	 * full.  (An edge for every send would wake an edge-triggered loop
-	 * once more per response.) */
-	int edge = op == RS_UD_RECV;
+	 * once more per response.)  A receive that ends with nothing (it was
+	 * cancelled, or ran out of buffers) brought no news. */
+	int edge = op == RS_UD_RECV && c->res != -ECANCELED && c->res != -ENOBUFS &&
+		   !(c->res == -EINVAL && t->rx_capped);
 	switch (op) {
 	case RS_UD_RECV:
 		recv_done(r, t, c);
