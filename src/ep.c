@@ -337,7 +337,9 @@ static void reg_sync(struct rs_epreg *g)
 		g->kout = 1;
 		return;
 	}
-	hush_arm(g);
+	if (want & (EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLPRI))
+		hush_arm(g); /* (else the kernel reports only ERR/HUP edges, which
+			      * the engine's half handles) */
 	reg_ctl(g, EPOLL_CTL_MOD, want);
 }
 

@@ -1444,13 +1444,16 @@ ssize_t rs_tcp_recv(struct rs_tcp *t, const struct iovec *iov, int iovcnt, int f
 		if (t->owner && t->owner == rs_ring_tls && rx_held(t) < want) {
 			if (t->recv_armed && t->rx_direct)
 				recv_end_wait(t);
-			else if ((will_block || (flags & MSG_WAITALL)) && round == 0 &&
+			else if ((flags & MSG_WAITALL || (will_block && rx_held(t))) && round == 0 &&
 				 rs_ring_has_work(t->owner))
-				/* A blocking read, or MSG_WAITALL: what is on its
-				 * way (this thread's sends, receives the kernel has
-				 * run) comes first, as the kernel's read would have
-				 * found it.  (Event loops' nonblocking reads take what
-				 * is held: their sends stay batched.) */
+				/* MSG_WAITALL, or a blocking read that would return
+				 * the engine's bytes: what is on its way (this
+				 * thread's sends, receives the kernel has run) comes
+				 * first, as the kernel's read would have found it.
+				 * (With nothing held, the wait below sends and
+				 * receives in one system call; event loops'
+				 * nonblocking reads take what is held: their sends
+				 * stay batched.) */
 				rs_ring_progress(t->owner);
 		}
 		size_t held = rx_held(t);
