@@ -57,6 +57,7 @@ struct rs_epreg {
 	uint32_t hush;           /* see hush_arm */
 	uint64_t hush_rcv, hush_snd;
 	unsigned hush_pokes, hush_refused, told_refused;
+	uint32_t hush_fetch;
 };
 
 struct rs_ep {
@@ -71,6 +72,7 @@ struct rs_ep {
 				  * fork child the kernel set is shared with
 				  * the parent, whose registrations it holds */
 	uint32_t round;
+	uint32_t fetches;        /* epoll_pwait calls on the kernel's set */
 };
 
 static struct rs_ep *_Atomic eps[EP_MAX_FD];
@@ -291,7 +293,11 @@ static void told(struct rs_epreg *g, uint32_t ev)
  * SO_RCVLOWAT... wake the waiters).  Room is not hushed either when a send
  * was refused since the program was told of it: that program waits for
  * it.  What the engine holds for the socket (input, an error) is reported
- * from engine state as before.  The program's own epoll_ctl ends it. */
+ * from engine state as before.  Only the first report, and only in the
+ * next fetch from the kernel's set: the change queues it at once, and any
+ * later one comes from a wake-up the kernel path has too (a fork child's
+ * shutdown, say, which no counter of ours sees).  The program's own
+ * epoll_ctl ends it. */
 static void hush_arm(struct rs_epreg *g)
 {
 	g->hush = 0;
@@ -301,6 +307,7 @@ static void hush_arm(struct rs_epreg *g)
 	if (rs_syscall(SYS_poll, &p, 1, 0) != 1 || (p.revents & POLLNVAL) ||
 	    sock_bytes(g->fd, &g->hush_rcv, &g->hush_snd) < 0)
 		return;
+	g->hush_fetch = __atomic_load_n(&g->ep->fetches, __ATOMIC_RELAXED);
 	g->hush_pokes = sock_count(&g->s->pokes);
 	g->hush_refused = sock_count(&g->s->refused);
 	g->hush = g->told & (uint32_t)p.revents;
@@ -311,16 +318,16 @@ static void hush_arm(struct rs_epreg *g)
 /* A kernel edge (events ev) for g: is it only the hushed repeat? */
 static int hushed(struct rs_epreg *g, uint32_t ev)
 {
-	if (!g->hush)
+	uint32_t hush = g->hush;
+	if (!hush)
 		return 0;
+	g->hush = 0; /* (one report) */
 	uint64_t rcv, snd;
-	if ((ev & ~g->hush) || sock_count(&g->s->pokes) != g->hush_pokes ||
-	    sock_count(&g->s->refused) != g->hush_refused || sock_bytes(g->fd, &rcv, &snd) < 0 ||
-	    ((ev & (EPOLLIN | EPOLLRDNORM)) && rcv != g->hush_rcv) ||
-	    ((ev & (EPOLLOUT | EPOLLWRNORM)) && snd != g->hush_snd)) {
-		g->hush = 0; /* something new */
-		return 0;
-	}
+	if (__atomic_load_n(&g->ep->fetches, __ATOMIC_RELAXED) != g->hush_fetch + 1 || (ev & ~hush) ||
+	    sock_count(&g->s->pokes) != g->hush_pokes || sock_count(&g->s->refused) != g->hush_refused ||
+	    sock_bytes(g->fd, &rcv, &snd) < 0 || ((ev & (EPOLLIN | EPOLLRDNORM)) && rcv != g->hush_rcv) ||
+	    ((ev & (EPOLLOUT | EPOLLWRNORM)) && snd != g->hush_snd))
+		return 0; /* something new */
 	return 1;
 }
 
@@ -870,6 +877,8 @@ int rs_ep_wait(int epfd, struct epoll_event *evs, int max, int timeout_ms, const
 		int sleeps = !ring_mode && t_ms != 0;
 		if (sleeps)
 			rs_sig_clear();
+		if (fetch)
+			__atomic_add_fetch(&ep->fetches, 1, __ATOMIC_RELAXED); /* (hush_arm) */
 		if (fetch && sleeps) /* a cancellation point, like libc's */
 			k = rs_blocking_syscall(SYS_epoll_pwait, epfd, (long)(evs + n), max - n, t_ms, (long)ss, 8);
 		else if (fetch)
