@@ -1001,6 +1001,9 @@ int rs_ep_wait(int epfd, struct epoll_event *evs, int max, int timeout_ms, const
 			if (hushed(g, e.events))
 				continue;
 			told(g, e.events);
+			if (g->events & EPOLLONESHOT)
+				g->disabled = 1; /* as the kernel's registration now is,
+						  * should the engine take the socket */
 			e.data.u64 = g->data;
 			if (g->seen == ep->round && out > 0) {
 				/* also reported from engine state this round: merge */
