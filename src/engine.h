@@ -365,6 +365,9 @@ struct rs_txseg { char *data; uint32_t len; struct rs_chunk *chunk; };
 struct rs_shared_rx {
 	atomic_int lock;
 	uint32_t len, off;
+	int err;                /* an error the engine took from the kernel
+				 * before the fork: the first process to ask
+				 * for it gets it (shared_err in tcp.c) */
 	char data[];
 };
 
@@ -479,7 +482,8 @@ static inline int rs_tcp_has_input(struct rs_tcp *t)
  * met) and has not reported yet: the kernel no longer shows it. */
 static inline int rs_tcp_has_error(struct rs_tcp *t)
 {
-	return RS_LOAD(t->rx_err) || RS_LOAD(t->tx_err);
+	struct rs_shared_rx *l = RS_LOAD(t->leftover);
+	return RS_LOAD(t->rx_err) || RS_LOAD(t->tx_err) || (l && __atomic_load_n(&l->err, __ATOMIC_RELAXED));
 }
 
 /* A poll or epoll answer from the kernel said ERR or HUP for t: the

@@ -163,6 +163,7 @@ int rs_fd_track(int fd, int domain, int type, int protocol)
 	s->rcvbuf = s->sndbuf = 0;
 	s->timeo_known = 0;
 	s->born_gen = __atomic_load_n(&rs_fork_gen, __ATOMIC_RELAXED);
+	s->born_pid = rs_rt.pid;
 	s->no_engine = 0;
 	s->urgent = 0;
 	s->shut_rd = s->shut_wr = 0;

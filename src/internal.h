@@ -79,6 +79,7 @@ struct rs_sock {
 	 * date by the trampolines (no system call needed). */
 	int rcvbuf, sndbuf;     /* set by the application, 0 if not */
 	unsigned born_gen;      /* rs_fork_gen when it was created */
+	int born_pid;           /* the process that made it (else inherited) */
 	int64_t rcvtimeo_ns, sndtimeo_ns; /* SO_RCVTIMEO, SO_SNDTIMEO (0: none) */
 	uint16_t domain, type, protocol; /* as created (type without SOCK_* flags) */
 	uint8_t pt_reason;      /* enum ringsock_passthrough */

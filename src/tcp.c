@@ -88,6 +88,8 @@ void rs_tcp_passthrough(struct rs_sock *s, int reason)
 static size_t rx_held(struct rs_tcp *t);
 static int tx_idle_cond(void *arg);
 static ssize_t send_error(int e, int flags);
+static void shared_err(struct rs_tcp *t);
+static int take_send_error(struct rs_tcp *t);
 
 /* ---- locking ------------------------------------------------------------ */
 
@@ -1134,8 +1136,18 @@ ssize_t rs_tcp_recv_call(struct rs_sock *s, int fd, const struct iovec *iov, int
 ssize_t rs_tcp_send_call(struct rs_sock *s, int fd, const struct iovec *iov, int n, int flags)
 {
 	if (flags & ~(MSG_DONTWAIT | MSG_NOSIGNAL | MSG_MORE)) {
+		/* (MSG_OOB...) the kernel's, after the queued bytes; but an
+		 * error the engine took from the kernel is this send's */
 		rs_tcp_before_kernel(s, fd, -1);
-		return RS_PASS;
+		struct rs_tcp *t = rs_tcp_enter(s, fd, 0);
+		int e = 0;
+		if (t) {
+			shared_err(t);
+			if (!rs_tcp_passive(t) && (t->tx_err || t->rx_err))
+				e = take_send_error(t);
+			rs_tcp_unlock(t);
+		}
+		return e ? send_error(e, flags) : RS_PASS;
 	}
 	int e = kept_error(s);
 	if (e)
@@ -1154,6 +1166,7 @@ ssize_t rs_tcp_send_call(struct rs_sock *s, int fd, const struct iovec *iov, int
 			r = RS_PASS;
 			break;
 		}
+		shared_err(t);
 		if (t->mode == RS_TM_DETACHED && !t->tx_cnt && !t->drain && !t->rx_err && !t->tx_err) {
 			/* A blocking send must not hold the socket's lock. */
 			rs_tcp_unlock(t);
@@ -1325,7 +1338,25 @@ static size_t rx_copy(struct rs_tcp *t, const struct iovec *iov, int n, size_t w
 
 static int leftover_empty(struct rs_tcp *t)
 {
-	return !t->leftover || t->leftover->off >= t->leftover->len;
+	return !t->leftover || (t->leftover->off >= t->leftover->len && !t->leftover->err);
+}
+
+/* An error the engine took from the kernel before a fork is one error of
+ * the socket, as the kernel has it: whichever process's call would have
+ * taken it from the kernel (a read with nothing queued, a send,
+ * SO_ERROR) takes it; the other then finds the socket as the kernel left
+ * it after the error (ended). */
+static void shared_err(struct rs_tcp *t)
+{
+	struct rs_shared_rx *l = t->leftover;
+	if (rs_likely(!l) || !__atomic_load_n(&l->err, __ATOMIC_RELAXED) || t->rx_err)
+		return;
+	spin_lock(&l->lock);
+	int e = l->err;
+	l->err = 0;
+	atomic_store(&l->lock, 0);
+	if (e)
+		RS_STORE(t->rx_err, e);
 }
 
 /* Engine-held bytes. */
@@ -1471,6 +1502,7 @@ ssize_t rs_tcp_recv(struct rs_tcp *t, const struct iovec *iov, int iovcnt, int f
 			rs_stat_add(RS_C_CALLS_NOSYS, 1);
 			return (ssize_t)got;
 		}
+		shared_err(t);
 		if (t->mode != RS_TM_ARMED) {
 			/* Pass-through after the leftover: the kernel has the rest.
 			 * Never block with the lock held (rs_tcp_recv_call naps). */
@@ -1693,6 +1725,7 @@ ssize_t rs_tcp_send(struct rs_tcp *t, const struct iovec *iov, int iovcnt, int f
 {
 	if (t->drain && rs_drain_done(t->drain))
 		drain_end(t);
+	shared_err(t);
 	if (t->mode != RS_TM_ARMED) {
 		if (t->tx_err || t->rx_err)
 			return send_error(take_send_error(t), flags);
@@ -2107,6 +2140,7 @@ int rs_tcp_fionread(struct rs_tcp *t, int *out)
 
 int rs_tcp_so_error(struct rs_tcp *t)
 {
+	shared_err(t);
 	int e = t->rx_err ? take_error(t) : 0;
 	if (!e && t->tx_err) {
 		e = t->tx_err;
@@ -2215,8 +2249,10 @@ int rs_tcp_close(struct rs_sock *s, int fd)
 		uint64_t one = 1;
 		rs_sys_write(r->evfd, &one, sizeof(one));
 	}
-	if (rx_held(t) || t->rx_cnt) {
-		/* Unread data: the kernel answers close with a reset. */
+	if ((rx_held(t) || t->rx_cnt) && t->sock->born_pid == rs_rt.pid) {
+		/* Unread data: the kernel answers close with a reset.  (Not in
+		 * a fork child closing what it inherited: the parent still holds
+		 * the socket, and its own close decides.) */
 		struct linger lg = { 1, 0 };
 		rs_syscall(SYS_setsockopt, t->fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
 	}
@@ -2321,7 +2357,9 @@ void rs_tcp_fork_prepare(struct rs_tcp *t)
 	else if (t->owner && !t->send_inflight)
 		rs_tcp_flush_direct(t);
 	size_t held = rx_held(t);
-	if (!held)
+	shared_err(t);
+	int err = t->rx_err ? t->rx_err : t->tx_err;
+	if (!held && !err)
 		return;
 	size_t len = sizeof(struct rs_shared_rx) + held;
 	struct rs_shared_rx *l = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
@@ -2333,6 +2371,9 @@ void rs_tcp_fork_prepare(struct rs_tcp *t)
 		munmap(t->leftover, t->leftover_map);
 	l->len = (uint32_t)got;
 	l->off = 0;
+	l->err = err; /* after the bytes, for either process */
+	RS_STORE(t->rx_err, 0);
+	RS_STORE(t->tx_err, 0);
 	RS_STORE(t->leftover, l);
 	t->leftover_map = len;
 }
