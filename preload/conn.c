@@ -64,8 +64,6 @@ RS_EXPORT int connect(int fd, RS_CSA addr, socklen_t len)
 RS_EXPORT int shutdown(int fd, int how)
 {
 	struct rs_sock *s = rs_enter_fd(fd, RINGSOCK_FAM_CONN);
-	if (s)
-		atomic_fetch_add_explicit(&s->pokes, 1, memory_order_relaxed);
 	if (rs_engine_sock(s)) {
 		struct rs_tcp *t = rs_tcp_enter(s, fd, 0);
 		if (t) {

@@ -164,8 +164,6 @@ static int rx_option(int level, int name, const void *val, socklen_t len)
 RS_EXPORT int setsockopt(int fd, int level, int name, const void *val, socklen_t len)
 {
 	struct rs_sock *s = rs_enter_fd(fd, RINGSOCK_FAM_CTL);
-	if (s) /* (before a hand-over below: its hush starts after this call's wake-up) */
-		atomic_fetch_add_explicit(&s->pokes, 1, memory_order_relaxed);
 	if (rs_engine_sock(s)) {
 		if (level == SOL_SOCKET && name == SO_OOBINLINE) {
 			rs_tcp_urgent(s, fd);

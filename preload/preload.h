@@ -187,35 +187,4 @@ static inline ssize_t rs_engine_ret(struct rs_sock *s, int ctr, ssize_t r)
 	return rs_ret(r);
 }
 
-/* A send that took less than it was given (EAGAIN, or a short count) on a
- * tracked socket: counted, as the kernel wakes the socket's writers when
- * room comes back (ep.c). */
-static inline void rs_note_refused(struct rs_sock *s, int eagain, long r, size_t want)
-{
-	if (s && (eagain || (r >= 0 && (size_t)r < want)))
-		atomic_fetch_add_explicit(&s->refused, 1, memory_order_relaxed);
-}
-
-/* Finish a send the kernel served (r, errno as it returned them). */
-static inline void rs_sent(struct rs_sock *s, long r, size_t want)
-{
-	rs_count_bytes(s, RS_C_BYTES_SENT, r);
-	rs_note_refused(s, r < 0 && errno == EAGAIN, r, want);
-}
-
-/* Finish a send the engine served (r: bytes or -errno). */
-static inline ssize_t rs_engine_sent(struct rs_sock *s, ssize_t r, size_t want)
-{
-	rs_note_refused(s, r == -EAGAIN, r, want);
-	return rs_engine_ret(s, RS_C_BYTES_SENT, r);
-}
-
-static inline size_t rs_iov_len(const struct iovec *iov, long cnt)
-{
-	size_t n = 0;
-	for (long i = 0; iov && i < cnt; i++)
-		n += iov[i].iov_len;
-	return n;
-}
-
 #endif

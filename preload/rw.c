@@ -22,10 +22,10 @@ RS_EXPORT ssize_t write(int fd, const void *buf, size_t n)
 		struct iovec v = { (void *)buf, n };
 		ssize_t r = rs_tcp_send_call(s, fd, &v, 1, 0);
 		if (r != RS_PASS)
-			return rs_engine_sent(s, r, n);
+			return rs_engine_ret(s, RS_C_BYTES_SENT, r);
 	}
 	ssize_t r = REAL(write)(fd, buf, n);
-	rs_sent(s, r, n);
+	rs_count_bytes(s, RS_C_BYTES_SENT, r);
 	return r;
 }
 
@@ -48,9 +48,9 @@ RS_EXPORT ssize_t writev(int fd, const struct iovec *iov, int cnt)
 	if (rs_engine_sock(s) && cnt > 0 && cnt <= IOV_MAX) {
 		ssize_t r = rs_tcp_send_call(s, fd, iov, cnt, 0);
 		if (r != RS_PASS)
-			return rs_engine_sent(s, r, rs_iov_len(iov, cnt));
+			return rs_engine_ret(s, RS_C_BYTES_SENT, r);
 	}
 	ssize_t r = REAL(writev)(fd, iov, cnt);
-	rs_sent(s, r, r >= 0 ? rs_iov_len(iov, cnt) : 0);
+	rs_count_bytes(s, RS_C_BYTES_SENT, r);
 	return r;
 }

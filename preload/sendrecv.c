@@ -30,10 +30,10 @@ RS_EXPORT ssize_t send(int fd, const void *buf, size_t n, int flags)
 		struct iovec v = { (void *)buf, n };
 		ssize_t r = rs_tcp_send_call(s, fd, &v, 1, flags);
 		if (r != RS_PASS)
-			return rs_engine_sent(s, r, n);
+			return rs_engine_ret(s, RS_C_BYTES_SENT, r);
 	}
 	ssize_t r = REAL(send)(fd, buf, n, flags);
-	rs_sent(s, r, n);
+	rs_count_bytes(s, RS_C_BYTES_SENT, r);
 	return r;
 }
 
@@ -59,10 +59,10 @@ RS_EXPORT ssize_t sendto(int fd, const void *buf, size_t n, int flags, RS_CSA ad
 			rs_tcp_before_kernel(s, fd, -1);
 		}
 		if (r != RS_PASS)
-			return rs_engine_sent(s, r, n);
+			return rs_engine_ret(s, RS_C_BYTES_SENT, r);
 	}
 	ssize_t r = REAL(sendto)(fd, buf, n, flags, addr, len);
-	rs_sent(s, r, n);
+	rs_count_bytes(s, RS_C_BYTES_SENT, r);
 	return r;
 }
 
@@ -78,10 +78,10 @@ RS_EXPORT ssize_t sendmsg(int fd, const struct msghdr *msg, int flags)
 		else
 			rs_tcp_before_kernel(s, fd, -1);
 		if (r != RS_PASS)
-			return rs_engine_sent(s, r, rs_iov_len(msg->msg_iov, (long)msg->msg_iovlen));
+			return rs_engine_ret(s, RS_C_BYTES_SENT, r);
 	}
 	ssize_t r = REAL(sendmsg)(fd, msg, flags);
-	rs_sent(s, r, r >= 0 && msg ? rs_iov_len(msg->msg_iov, (long)msg->msg_iovlen) : 0);
+	rs_count_bytes(s, RS_C_BYTES_SENT, r);
 	return r;
 }
 
@@ -104,7 +104,6 @@ RS_EXPORT int sendmmsg(int fd, struct mmsghdr *vec, unsigned int vlen, RS_MMSG_F
 	int r = REAL(sendmmsg)(fd, vec, vlen, flags);
 	if (s && r > 0)
 		rs_count_bytes(s, RS_C_BYTES_SENT, mmsg_bytes(vec, r));
-	rs_note_refused(s, r < 0 && errno == EAGAIN, r, vlen);
 	return r;
 }
 
@@ -177,7 +176,7 @@ RS_EXPORT ssize_t sendfile(int out_fd, int in_fd, off_t *off, size_t n)
 	if (rs_engine_sock(s))
 		rs_tcp_before_kernel(s, out_fd, -1); /* queued bytes first */
 	ssize_t r = REAL(sendfile)(out_fd, in_fd, off, n);
-	rs_sent(s, r, n);
+	rs_count_bytes(s, RS_C_BYTES_SENT, r);
 	return r;
 }
 
@@ -188,7 +187,7 @@ RS_EXPORT ssize_t sendfile64(int out_fd, int in_fd, off64_t *off, size_t n)
 	if (rs_engine_sock(s))
 		rs_tcp_before_kernel(s, out_fd, -1);
 	ssize_t r = REAL(sendfile64)(out_fd, in_fd, off, n);
-	rs_sent(s, r, n);
+	rs_count_bytes(s, RS_C_BYTES_SENT, r);
 	return r;
 }
 #endif
@@ -204,6 +203,6 @@ RS_EXPORT ssize_t splice(int fd_in, RS_OFF64 *off_in, int fd_out, RS_OFF64 *off_
 		rs_tcp_before_kernel(out, fd_out, -1);
 	ssize_t r = REAL(splice)(fd_in, off_in, fd_out, off_out, len, flags);
 	rs_count_bytes(in, RS_C_BYTES_RECEIVED, r);
-	rs_sent(out, r, len);
+	rs_count_bytes(out, RS_C_BYTES_SENT, r);
 	return r;
 }

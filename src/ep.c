@@ -22,10 +22,6 @@
 #include <sys/mman.h>
 #include <time.h>
 
-#include <netinet/in.h>
-#include <sys/ioctl.h>
-#include <linux/sockios.h>
-#include <linux/tcp.h>
 #include <poll.h>
 
 #include "engine.h"
@@ -53,11 +49,6 @@ struct rs_epreg {
 	uint8_t on_ready, edge, disabled, engine;
 	uint8_t kout;            /* the kernel watches EPOLLOUT (engine socket) */
 	uint32_t kev;            /* the events the kernel watches for it now */
-	uint32_t told;           /* the events of its last report */
-	uint32_t hush;           /* see hush_arm */
-	uint64_t hush_rcv, hush_snd;
-	unsigned hush_pokes, hush_refused, told_refused;
-	uint32_t hush_fetch;
 };
 
 struct rs_ep {
@@ -72,7 +63,6 @@ struct rs_ep {
 				  * fork child the kernel set is shared with
 				  * the parent, whose registrations it holds */
 	uint32_t round;
-	uint32_t fetches;        /* epoll_pwait calls on the kernel's set */
 };
 
 static struct rs_ep *_Atomic eps[EP_MAX_FD];
@@ -252,85 +242,6 @@ static long reg_ctl(struct rs_epreg *g, int op, uint32_t events)
 	return e;
 }
 
-/* Bytes the socket has received, and bytes the program has written to
- * it, as the kernel counts them. */
-static int sock_bytes(int fd, uint64_t *rcv, uint64_t *snd)
-{
-	struct tcp_info ti;
-	socklen_t len = sizeof(ti);
-	int outq = 0;
-	if (rs_syscall(SYS_getsockopt, fd, IPPROTO_TCP, TCP_INFO, &ti, &len) < 0 ||
-	    len < offsetof(struct tcp_info, tcpi_bytes_received) + sizeof(ti.tcpi_bytes_received) ||
-	    rs_syscall(SYS_ioctl, fd, SIOCOUTQ, &outq) < 0)
-		return -1;
-	*rcv = ti.tcpi_bytes_received;
-	*snd = ti.tcpi_bytes_acked + (uint64_t)outq;
-	return 0;
-}
-
-static unsigned sock_count(atomic_uint *c)
-{
-	return atomic_load_explicit(c, memory_order_relaxed);
-}
-
-/* The program is told events ev of registration g. */
-static void told(struct rs_epreg *g, uint32_t ev)
-{
-	g->told = ev;
-	if (g->s)
-		g->told_refused = sock_count(&g->s->refused);
-}
-
-/* The library is about to change what the kernel watches for an
- * edge-triggered registration (the socket's input or the whole socket goes
- * to the kernel).  The kernel reports a registration's readiness when it
- * is changed, as an edge: one the program never sees without us, for
- * what it was told already.  So what it was told and is still true is
- * hushed: the kernel's next edges that carry nothing else are dropped,
- * unless bytes arrived since (input), the program wrote since (room comes
- * back only after writes filled the buffer) or had a send refused (EAGAIN
- * or short), or it called setsockopt or shutdown on the socket (SO_SNDBUF,
- * SO_RCVLOWAT... wake the waiters).  Room is not hushed either when a send
- * was refused since the program was told of it: that program waits for
- * it.  What the engine holds for the socket (input, an error) is reported
- * from engine state as before.  Only the first report, and only in the
- * next fetch from the kernel's set: the change queues it at once, and any
- * later one comes from a wake-up the kernel path has too (a fork child's
- * shutdown, say, which no counter of ours sees).  The program's own
- * epoll_ctl ends it. */
-static void hush_arm(struct rs_epreg *g)
-{
-	g->hush = 0;
-	if (!(g->events & EPOLLET) || !g->told || !g->s)
-		return;
-	struct pollfd p = { g->fd, (short)(g->events & 0xffff), 0 };
-	if (rs_syscall(SYS_poll, &p, 1, 0) != 1 || (p.revents & POLLNVAL) ||
-	    sock_bytes(g->fd, &g->hush_rcv, &g->hush_snd) < 0)
-		return;
-	g->hush_fetch = __atomic_load_n(&g->ep->fetches, __ATOMIC_RELAXED);
-	g->hush_pokes = sock_count(&g->s->pokes);
-	g->hush_refused = sock_count(&g->s->refused);
-	g->hush = g->told & (uint32_t)p.revents;
-	if (g->hush_refused != g->told_refused)
-		g->hush &= ~(uint32_t)(EPOLLOUT | EPOLLWRNORM);
-}
-
-/* A kernel edge (events ev) for g: is it only the hushed repeat? */
-static int hushed(struct rs_epreg *g, uint32_t ev)
-{
-	uint32_t hush = g->hush;
-	if (!hush)
-		return 0;
-	g->hush = 0; /* (one report) */
-	uint64_t rcv, snd;
-	if (__atomic_load_n(&g->ep->fetches, __ATOMIC_RELAXED) != g->hush_fetch + 1 || (ev & ~hush) ||
-	    sock_count(&g->s->pokes) != g->hush_pokes || sock_count(&g->s->refused) != g->hush_refused ||
-	    sock_bytes(g->fd, &rcv, &snd) < 0 || ((ev & (EPOLLIN | EPOLLRDNORM)) && rcv != g->hush_rcv) ||
-	    ((ev & (EPOLLOUT | EPOLLWRNORM)) && snd != g->hush_snd))
-		return 0; /* something new */
-	return 1;
-}
-
 /* Make the kernel watch what kernel_events says, unless it watches that
  * already, or that plus EPOLLOUT edges (harmless: an engine socket's
  * EPOLLOUT from the kernel only says its buffer has room). */
@@ -344,9 +255,6 @@ static void reg_sync(struct rs_epreg *g)
 		g->kout = 1;
 		return;
 	}
-	if (want & (EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLPRI))
-		hush_arm(g); /* (else the kernel reports only ERR/HUP edges, which
-			      * the engine's half handles) */
 	reg_ctl(g, EPOLL_CTL_MOD, want);
 }
 
@@ -421,7 +329,6 @@ static int ctl_sock(struct rs_ep *ep, int op, int fd, struct rs_sock *s, struct 
 			uint64_t old_data = g->data;
 			g->events = events;
 			g->data = ev->data.u64;
-			g->hush = 0;
 			e = reg_ctl(g, op, kernel_events(g));
 			if (e < 0) {
 				g->events = old_ev;
@@ -550,7 +457,6 @@ void rs_ep_sock_detached(struct rs_tcp *t)
 		g->engine = 0;
 		uint32_t ev = g->disabled ? (g->events & ~(EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLPRI))
 					  : g->events;
-		hush_arm(g);
 		reg_ctl(g, EPOLL_CTL_MOD, ev);
 	}
 	rs_mutex_unlock(&ctl_lock);
@@ -735,7 +641,6 @@ static int collect(struct rs_ep *ep, struct rs_ring *r, struct epoll_event *evs,
 			continue;
 		evs[n].events = ev;
 		evs[n].data.u64 = g->data;
-		told(g, ev);
 		n++;
 		g->seen = round;
 		g->edge = 0;
@@ -877,8 +782,6 @@ int rs_ep_wait(int epfd, struct epoll_event *evs, int max, int timeout_ms, const
 		int sleeps = !ring_mode && t_ms != 0;
 		if (sleeps)
 			rs_sig_clear();
-		if (fetch)
-			__atomic_add_fetch(&ep->fetches, 1, __ATOMIC_RELAXED); /* (hush_arm) */
 		if (fetch && sleeps) /* a cancellation point, like libc's */
 			k = rs_blocking_syscall(SYS_epoll_pwait, epfd, (long)(evs + n), max - n, t_ms, (long)ss, 8);
 		else if (fetch)
@@ -970,11 +873,10 @@ int rs_ep_wait(int epfd, struct epoll_event *evs, int max, int timeout_ms, const
 				if ((g->events & (EPOLLET | EPOLLOUT)) == (EPOLLET | EPOLLOUT) && (e.events || kev_out) &&
 				    kt && rs_tcp_writable(kt))
 					e.events |= EPOLLOUT;
-				if (!e.events || hushed(g, e.events))
+				if (!e.events)
 					continue;
 				if (g->events & EPOLLONESHOT)
 					g->disabled = 1;
-				told(g, e.events);
 				e.data.u64 = g->data;
 				int merged = 0;
 				for (int j = 0; j < n && g->seen == ep->round; j++)
@@ -998,9 +900,6 @@ int rs_ep_wait(int epfd, struct epoll_event *evs, int max, int timeout_ms, const
 				if (rs_tcp_has_error(t))
 					e.events |= EPOLLERR;
 			}
-			if (hushed(g, e.events))
-				continue;
-			told(g, e.events);
 			if (g->events & EPOLLONESHOT)
 				g->disabled = 1; /* as the kernel's registration now is,
 						  * should the engine take the socket */

@@ -89,12 +89,6 @@ struct rs_sock {
 	uint8_t no_engine;      /* never arm it (pt_reason says why) */
 	uint8_t urgent;         /* the program asked about urgent data */
 	uint8_t shut_rd, shut_wr; /* shut down before the engine armed it */
-	atomic_uint pokes;      /* the program's setsockopt and shutdown calls,
-				 * after which the kernel wakes the socket's
-				 * waiters (ep.c hush) */
-	atomic_uint refused;    /* sends that took less than given (EAGAIN or
-				 * short): the kernel wakes writers when room
-				 * comes back (ep.c hush) */
 	int err_kept;           /* an error a call that returned bytes met, for
 				 * the next call (tcp.c keep_error) */
 	uint8_t pt_counted;     /* counted as accelerated or passed through */

@@ -2194,6 +2194,8 @@ int rs_tcp_shutdown(struct rs_tcp *t, int how)
 		}
 		e = rs_syscall(SYS_shutdown, t->fd, how);
 	}
+	if (e == -ENOTCONN)
+		rs_ep_sock_changed(t); /* the kernel wakes the waiters even so */
 	if (e < 0)
 		return (int)e;
 	if (how == SHUT_WR || how == SHUT_RDWR)
