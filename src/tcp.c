@@ -2098,13 +2098,15 @@ unsigned rs_tcp_readiness(struct rs_tcp *t)
 {
 	unsigned ev = 0;
 	int held = rx_held(t) > 0;
-	if (held || t->rx_eof || t->rx_err || t->shut_rd)
+	/* (or the error a fork left shared, which neither process took yet) */
+	int rx_err = t->rx_err ? t->rx_err : t->leftover ? __atomic_load_n(&t->leftover->err, __ATOMIC_RELAXED) : 0;
+	if (held || t->rx_eof || rx_err || t->shut_rd)
 		ev |= EPOLLIN | EPOLLRDNORM; /* (rx_direct: the kernel adds its own) */
 	if (t->rx_eof || t->shut_rd)
 		ev |= EPOLLRDHUP;
-	if (t->rx_err || t->tx_err)
+	if (rx_err || t->tx_err)
 		ev |= EPOLLERR;
-	if (((t->rx_eof || t->shut_rd) && t->shut_wr) || t->rx_err == ECONNRESET)
+	if (((t->rx_eof || t->shut_rd) && t->shut_wr) || rx_err == ECONNRESET)
 		ev |= EPOLLHUP;
 	if (RS_LOAD(t->k_hup) && !t->recv_armed && t->fd >= 0) {
 		/* The kernel reported a reset or hang-up that no receive of
@@ -2117,7 +2119,7 @@ unsigned rs_tcp_readiness(struct rs_tcp *t)
 				ev |= EPOLLIN | EPOLLRDNORM;
 		}
 	}
-	if (t->shut_wr || t->epipe_pending || t->tx_err || t->rx_err ||
+	if (t->shut_wr || t->epipe_pending || t->tx_err || rx_err ||
 	    (!t->drain && t->tx_bytes < t->tx_limit && !RS_LOAD(t->kfull)))
 		ev |= EPOLLOUT | EPOLLWRNORM;
 	return ev;
