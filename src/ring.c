@@ -220,6 +220,8 @@ static int ring_enter(struct rs_ring *r, unsigned wait_nr, struct __kernel_times
 	if (rs_fault(RS_FAULT_ENTER))
 		return -EEXIST; /* (callers look again later) */
 	rs_stat_add(RS_C_URING_ENTERS, 1);
+	if (rs_unlikely(IO_URING_READ_ONCE(*r->ring.sq.kflags) & IORING_SQ_CQ_OVERFLOW))
+		rs_stat_add(RS_C_CQ_BACKLOGS, 1); /* (this enter flushes it) */
 	r->sq_sends = 0; /* whatever is in the SQ goes now */
 	if (wait_nr == 0)
 		e = io_uring_submit_and_get_events(&r->ring);

@@ -188,6 +188,7 @@ static void ovf_append(struct rs_tcp *t, struct rs_ring *r, unsigned bid, uint32
 	else
 		t->ovf_head = bid + 1;
 	t->ovf_tail = bid + 1;
+	rs_stat_add(RS_C_RX_OVERFLOWS, 1);
 }
 
 /* The chain's head buffer is read: give it back. */

@@ -73,4 +73,6 @@ for f in setup:1 enter:7 short_send:3 cancel:2 buf_hold:2 no_sqe:5 rx_nomem:2; d
 	run_case "fault-${f%%:*}" 150 6 LD_PRELOAD="$RS_FAULTS" RS_FAULT="$f" \
 		RINGSOCK_BUF_COUNT=64 RINGSOCK_ARM_AFTER=0
 done
+check "fault-rx_nomem: received data went through the overflow slots" \
+	test "$(($(stat_sum "$TMP/fault-rx_nomem.srv" rx_overflows) + $(stat_sum "$TMP/fault-rx_nomem.cli" rx_overflows)))" -gt 0
 finish
