@@ -38,6 +38,7 @@
 
 #include "engine.h"
 #include "sys.h"
+#include "tcp_int.h"
 
 static pthread_mutex_t socks_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct rs_tcp *socks; /* every engine socket, for fork (all_next) */
@@ -85,10 +86,8 @@ void rs_tcp_passthrough(struct rs_sock *s, int reason)
 	count_passthrough(s, reason);
 }
 
-static size_t rx_held(struct rs_tcp *t);
 static int tx_idle_cond(void *arg);
 static ssize_t send_error(int e, int flags);
-static void shared_err(struct rs_tcp *t);
 static int take_send_error(struct rs_tcp *t);
 
 /* ---- locking ------------------------------------------------------------ */
@@ -121,214 +120,6 @@ void rs_tcp_unlock(struct rs_tcp *t)
 		rs_ring_unlock(held_ring);
 	else
 		rs_mutex_unlock(&t->mu);
-}
-
-/* ---- queues -------------------------------------------------------------- */
-
-static int grow(void **arr, uint32_t *cap, uint32_t head, uint32_t cnt, size_t elt)
-{
-	uint32_t ncap = *cap ? *cap * 2 : 16;
-	char *n = malloc(ncap * elt);
-	if (!n)
-		return -ENOMEM;
-	for (uint32_t i = 0; i < cnt; i++)
-		memcpy(n + i * elt, (char *)*arr + ((head + i) & (*cap - 1)) * elt, elt);
-	free(*arr);
-	*arr = n;
-	*cap = ncap;
-	return 0;
-}
-
-/* Room for one more element at the end of a circular array. */
-static int make_room(void **arr, uint32_t *cap, uint32_t *head, uint32_t cnt, size_t elt)
-{
-	if (cnt < *cap)
-		return 0;
-	if (grow(arr, cap, *head, cnt, elt) < 0)
-		return -ENOMEM;
-	*head = 0;
-	return 0;
-}
-
-static struct rs_rxseg *rx_at(struct rs_tcp *t, uint32_t i)
-{
-	return &t->rx[(t->rx_head + i) & (t->rx_cap - 1)];
-}
-
-static struct rs_txseg *tx_at(struct rs_tcp *t, uint32_t i)
-{
-	return &t->tx[(t->tx_head + i) & (t->tx_cap - 1)];
-}
-
-/* Room for one more segment in the receive queue array. */
-static int rx_room(struct rs_tcp *t)
-{
-	if (t->rx_cnt == t->rx_cap && rs_fault(RS_FAULT_RX_NOMEM))
-		return -ENOMEM;
-	return make_room((void **)&t->rx, &t->rx_cap, &t->rx_head, t->rx_cnt, sizeof(*t->rx));
-}
-
-/* Overflow: a ring buffer whose data is out of the kernel must be queued
- * even when the array cannot grow (out of memory).  It is linked through
- * the ring's slot for that buffer (struct rs_bufovf), after the array; the
- * buffers after it follow it there, in order, until the array can take
- * them again (rx_unspill, at the next push and before each read). */
-static struct rs_bufovf *ovf_slot(struct rs_tcp *t, uint32_t id1)
-{
-	return &t->ovf_ring->buf.ovf[id1 - 1];
-}
-
-static void ovf_append(struct rs_tcp *t, struct rs_ring *r, unsigned bid, uint32_t len)
-{
-	if (!t->ovf_head)
-		t->ovf_ring = r;
-	r->buf.ovf[bid] = (struct rs_bufovf){ len, 0, 0 };
-	if (t->ovf_tail)
-		ovf_slot(t, t->ovf_tail)->next = bid + 1;
-	else
-		t->ovf_head = bid + 1;
-	t->ovf_tail = bid + 1;
-	rs_stat_add(RS_C_RX_OVERFLOWS, 1);
-}
-
-/* The chain's head buffer is read: give it back. */
-static void ovf_pop(struct rs_tcp *t)
-{
-	uint32_t id1 = t->ovf_head;
-	t->ovf_head = ovf_slot(t, id1)->next;
-	if (!t->ovf_head)
-		t->ovf_tail = 0;
-	if (t->owner == t->ovf_ring) /* else lost with a failed copy (out of memory) */
-		rs_buf_release(t->ovf_ring, id1 - 1);
-	t->rx_bufs--;
-}
-
-static void rx_unspill(struct rs_tcp *t)
-{
-	while (t->ovf_head && rx_room(t) == 0) {
-		uint32_t id1 = t->ovf_head;
-		struct rs_bufovf *o = ovf_slot(t, id1);
-		struct rs_rxseg *g = rx_at(t, t->rx_cnt++);
-		g->data = rs_buf_addr(&t->ovf_ring->buf, id1 - 1);
-		g->len = o->len;
-		g->off = o->off;
-		g->bid = (int32_t)(id1 - 1);
-		t->ovf_head = o->next;
-		if (!t->ovf_head)
-			t->ovf_tail = 0;
-	}
-}
-
-/* Queue received data: bid >= 0 is buffer bid of ring r, which cannot
- * fail (the overflow chain takes it); -2 is the socket's RX_CACHE buffer,
- * for which the caller made room first. */
-static int rx_push(struct rs_tcp *t, struct rs_ring *r, char *data, uint32_t len, int32_t bid)
-{
-	if (rs_unlikely(__atomic_load_n(&rs_dying, __ATOMIC_RELAXED)))
-		return -ENOMEM; /* nobody will read it (rs_engine_die_flush) */
-	if (t->ovf_head)
-		rx_unspill(t);
-	if (t->ovf_head || rx_room(t) < 0) {
-		if (bid < 0)
-			return -ENOMEM;
-		ovf_append(t, r, (unsigned)bid, len);
-	} else {
-		struct rs_rxseg *g = rx_at(t, t->rx_cnt++);
-		g->data = data;
-		g->len = len;
-		g->off = 0;
-		g->bid = bid;
-	}
-	RS_STORE(t->rx_bytes, t->rx_bytes + len);
-	if (bid >= 0)
-		t->rx_bufs++;
-	return 0;
-}
-
-/* Drop the head receive segment (fully read). */
-static void rx_pop(struct rs_tcp *t)
-{
-	struct rs_rxseg *g = rx_at(t, 0);
-	if (g->bid >= 0) {
-		if (t->owner) /* else lost with a failed copy (out of memory) */
-			rs_buf_release(t->owner, (unsigned)g->bid);
-		t->rx_bufs--;
-	} else if (g->bid == -2) {
-		t->rxc_used = 0;
-	} else {
-		free(g->data);
-	}
-	t->rx_head = (t->rx_head + 1) & (t->rx_cap - 1);
-	t->rx_cnt--;
-}
-
-static void rx_drop_all(struct rs_tcp *t)
-{
-	while (t->rx_cnt)
-		rx_pop(t);
-	while (t->ovf_head)
-		ovf_pop(t);
-	RS_STORE(t->rx_bytes, 0);
-}
-
-/* Copy ring-buffer segments to the heap, so the ring can go. */
-static void rx_to_heap(struct rs_tcp *t)
-{
-	rx_unspill(t);
-	if (t->ovf_head)
-		rs_warn("out of memory: received data stays in a buffer of a thread's ring");
-	for (uint32_t i = 0; i < t->rx_cnt; i++) {
-		struct rs_rxseg *g = rx_at(t, i);
-		if (g->bid < 0)
-			continue;
-		uint32_t n = g->len - g->off;
-		char *c = malloc(n ? n : 1);
-		if (!c)
-			continue; /* keep the buffer: the ring then cannot be freed; see ring_gone */
-		memcpy(c, g->data + g->off, n);
-		rs_buf_release(t->owner, (unsigned)g->bid);
-		t->rx_bufs--;
-		g->data = c;
-		g->len = n;
-		g->off = 0;
-		g->bid = -1;
-	}
-}
-
-static void tx_release_seg(struct rs_tcp *t, struct rs_txseg *g, struct rs_ring *r)
-{
-	if (g->chunk)
-		rs_frag_release(&r->frag, g->chunk);
-	else
-		t->linear_used = 0; /* the socket's linear buffer (data may have moved on) */
-}
-
-static void tx_drop_all(struct rs_tcp *t, struct rs_ring *r)
-{
-	while (t->tx_cnt) {
-		tx_release_seg(t, tx_at(t, 0), r);
-		t->tx_head = (t->tx_head + 1) & (t->tx_cap - 1);
-		t->tx_cnt--;
-	}
-	t->tx_bytes = 0;
-}
-
-/* The first n bytes of the send queue have reached the kernel. */
-static void tx_consume(struct rs_tcp *t, size_t n, struct rs_ring *r)
-{
-	t->tx_bytes -= n;
-	while (n && t->tx_cnt) {
-		struct rs_txseg *g = tx_at(t, 0);
-		if (n < g->len) {
-			g->data += n;
-			g->len -= (uint32_t)n;
-			return;
-		}
-		n -= g->len;
-		tx_release_seg(t, g, r);
-		t->tx_head = (t->tx_head + 1) & (t->tx_cap - 1);
-		t->tx_cnt--;
-	}
 }
 
 /* ---- arming --------------------------------------------------------------- */
@@ -655,7 +446,7 @@ static void free_t(struct rs_tcp *t)
 /* Owner side: nothing of t is left on the ring; hand it to pass-through. */
 static void finalize_detach(struct rs_ring *r, struct rs_tcp *t)
 {
-	rx_to_heap(t);
+	rs_rxq_to_heap(t);
 	rs_frag_cache_drop(&r->frag, t->txc);
 	t->txc = NULL;
 	off_ring_lists(r, t);
@@ -803,7 +594,7 @@ static void maybe_passive(struct rs_tcp *t)
 {
 	/* (an error a receive of ours took from the kernel is reported
 	 * first: the kernel no longer has it) */
-	if (t->mode == RS_TM_DETACHED && !rx_held(t) && !t->tx_cnt && !t->send_inflight && !t->drain &&
+	if (t->mode == RS_TM_DETACHED && !rs_rxq_held(t) && !t->tx_cnt && !t->send_inflight && !t->drain &&
 	    !t->rx_err && !t->tx_err)
 		__atomic_store_n(&t->passive, 1, __ATOMIC_RELEASE);
 }
@@ -822,7 +613,6 @@ static struct rs_tcp *enter_served(struct rs_sock *s, int fd)
 
 /* ---- blocking calls ------------------------------------------------------- */
 
-static size_t iov_total(const struct iovec *iov, int n);
 
 static int64_t mono_ns(void)
 {
@@ -993,7 +783,7 @@ static int kernel_reader(struct rs_tcp *t)
 {
 	return t->mode == RS_TM_ARMED && (t->rx_direct || t->rx_starved) && t->owner == rs_ring_tls &&
 	       !t->recv_armed &&
-	       !rx_held(t) && !t->rx_err && !t->rx_eof && !t->shut_rd;
+	       !rs_rxq_held(t) && !t->rx_err && !t->rx_eof && !t->shut_rd;
 }
 
 /* The next byte to read is the urgent mark: the kernel ends a read there
@@ -1028,7 +818,7 @@ ssize_t rs_tcp_recv_call(struct rs_sock *s, int fd, const struct iovec *iov, int
 	/* MSG_WAITALL on a blocking socket: until the buffer is full, the
 	 * stream ends, an error, the timeout or a signal */
 	int waitall = block && (flags & MSG_WAITALL) && !(flags & (MSG_PEEK | MSG_TRUNC));
-	size_t want = iov_total(iov, n), done = 0;
+	size_t want = rs_iov_total(iov, n), done = 0;
 	struct iov_cur cur = { (struct iovec *)iov, n, NULL };
 	int64_t deadline = block ? call_deadline(s, fd, 1) : 0;
 	int stop = 0; /* the wait ended the call: one more look, then this */
@@ -1143,7 +933,7 @@ ssize_t rs_tcp_send_call(struct rs_sock *s, int fd, const struct iovec *iov, int
 		struct rs_tcp *t = rs_tcp_enter(s, fd, 0);
 		int e = 0;
 		if (t) {
-			shared_err(t);
+			rs_rxq_shared_err(t);
 			if (!rs_tcp_passive(t) && (t->tx_err || t->rx_err))
 				e = take_send_error(t);
 			rs_tcp_unlock(t);
@@ -1156,7 +946,7 @@ ssize_t rs_tcp_send_call(struct rs_sock *s, int fd, const struct iovec *iov, int
 	/* A blocking send returns when all is accepted, or with what was
 	 * when the timeout or a signal ends it. */
 	int block = !s->nonblock && !(flags & MSG_DONTWAIT);
-	size_t total = iov_total(iov, n), done = 0;
+	size_t total = rs_iov_total(iov, n), done = 0;
 	struct iov_cur cur = { (struct iovec *)iov, n, NULL };
 	int64_t deadline = 0, have_deadline = 0;
 	int stop = 0;
@@ -1167,7 +957,7 @@ ssize_t rs_tcp_send_call(struct rs_sock *s, int fd, const struct iovec *iov, int
 			r = RS_PASS;
 			break;
 		}
-		shared_err(t);
+		rs_rxq_shared_err(t);
 		if (t->mode == RS_TM_DETACHED && !t->tx_cnt && !t->drain && !t->rx_err && !t->tx_err) {
 			/* A blocking send must not hold the socket's lock. */
 			rs_tcp_unlock(t);
@@ -1244,130 +1034,6 @@ void rs_tcp_before_kernel(struct rs_sock *s, int fd, int detach_reason)
 }
 
 /* ---- receive ---------------------------------------------------------------- */
-
-static size_t iov_total(const struct iovec *iov, int n)
-{
-	size_t total = 0;
-	for (int i = 0; i < n; i++)
-		total += iov[i].iov_len;
-	return total;
-}
-
-/* Copy up to want bytes from src into the iovec at offset *pos. */
-static void iov_put(const struct iovec *iov, int n, size_t *pos, const char *src, size_t len)
-{
-	size_t skip = *pos;
-	for (int i = 0; i < n && len; i++) {
-		if (skip >= iov[i].iov_len) {
-			skip -= iov[i].iov_len;
-			continue;
-		}
-		size_t room = iov[i].iov_len - skip, k = len < room ? len : room;
-		if (iov[i].iov_base)
-			memcpy((char *)iov[i].iov_base + skip, src, k);
-		src += k;
-		len -= k;
-		*pos += k;
-		skip = 0;
-	}
-}
-
-static void spin_lock(atomic_int *l)
-{
-	int z = 0;
-	while (!atomic_compare_exchange_weak(l, &z, 1))
-		z = 0;
-}
-
-/* Bytes from the leftover (shared after fork), then the queue. */
-static size_t rx_copy(struct rs_tcp *t, const struct iovec *iov, int n, size_t want, int flags)
-{
-	size_t pos = 0;
-	int peek = flags & MSG_PEEK, trunc = flags & MSG_TRUNC;
-	if (t->leftover) {
-		struct rs_shared_rx *l = t->leftover;
-		spin_lock(&l->lock);
-		size_t avail = l->len - l->off, k = avail < want ? avail : want;
-		if (!trunc)
-			iov_put(iov, n, &pos, l->data + l->off, k);
-		else
-			pos += k;
-		if (!peek)
-			l->off += (uint32_t)k;
-		atomic_store(&l->lock, 0);
-	}
-	if (t->ovf_head && !peek)
-		rx_unspill(t);
-	uint32_t i = 0;
-	while (pos < want && i < t->rx_cnt) {
-		struct rs_rxseg *g = rx_at(t, i);
-		size_t avail = g->len - g->off;
-		size_t k = avail < want - pos ? avail : want - pos;
-		if (!trunc)
-			iov_put(iov, n, &pos, g->data + g->off, k);
-		else
-			pos += k;
-		if (peek) {
-			i++;
-			continue;
-		}
-		g->off += (uint32_t)k;
-		RS_STORE(t->rx_bytes, t->rx_bytes - k);
-		if (g->off == g->len)
-			rx_pop(t);
-	}
-	for (uint32_t id1 = t->ovf_head; pos < want && id1;) {
-		struct rs_bufovf *o = ovf_slot(t, id1);
-		size_t avail = o->len - o->off;
-		size_t k = avail < want - pos ? avail : want - pos;
-		if (!trunc)
-			iov_put(iov, n, &pos, rs_buf_addr(&t->ovf_ring->buf, id1 - 1) + o->off, k);
-		else
-			pos += k;
-		if (peek) {
-			id1 = o->next;
-			continue;
-		}
-		o->off += (uint32_t)k;
-		RS_STORE(t->rx_bytes, t->rx_bytes - k);
-		if (o->off == o->len)
-			ovf_pop(t);
-		id1 = t->ovf_head;
-	}
-	return pos;
-}
-
-static int leftover_empty(struct rs_tcp *t)
-{
-	return !t->leftover || (t->leftover->off >= t->leftover->len && !t->leftover->err);
-}
-
-/* An error the engine took from the kernel before a fork is one error of
- * the socket, as the kernel has it: whichever process's call would have
- * taken it from the kernel (a read with nothing queued, a send,
- * SO_ERROR) takes it; the other then finds the socket as the kernel left
- * it after the error (ended). */
-static void shared_err(struct rs_tcp *t)
-{
-	struct rs_shared_rx *l = t->leftover;
-	if (rs_likely(!l) || !__atomic_load_n(&l->err, __ATOMIC_RELAXED) || t->rx_err)
-		return;
-	spin_lock(&l->lock);
-	int e = l->err;
-	l->err = 0;
-	atomic_store(&l->lock, 0);
-	if (e)
-		RS_STORE(t->rx_err, e);
-}
-
-/* Engine-held bytes. */
-static size_t rx_held(struct rs_tcp *t)
-{
-	size_t n = t->rx_bytes;
-	if (t->leftover)
-		n += t->leftover->len - t->leftover->off;
-	return n;
-}
 
 static void maybe_unthrottle(struct rs_tcp *t)
 {
@@ -1467,16 +1133,16 @@ static ssize_t or_tx_error(struct rs_tcp *t, ssize_t r)
 
 ssize_t rs_tcp_recv(struct rs_tcp *t, const struct iovec *iov, int iovcnt, int flags)
 {
-	size_t want = iov_total(iov, iovcnt); /* with MSG_TRUNC: bytes to discard */
+	size_t want = rs_iov_total(iov, iovcnt); /* with MSG_TRUNC: bytes to discard */
 	int will_block = !t->sock->nonblock && !(flags & MSG_DONTWAIT);
 	for (int round = 0;; round++) {
 		size_t got = 0;
-		if (want == 0 && rx_held(t))
+		if (want == 0 && rs_rxq_held(t))
 			return 0; /* like tcp_recvmsg: 0 with data queued, else EAGAIN */
-		if (t->owner && t->owner == rs_ring_tls && rx_held(t) < want) {
+		if (t->owner && t->owner == rs_ring_tls && rs_rxq_held(t) < want) {
 			if (t->recv_armed && t->rx_direct)
 				recv_end_wait(t);
-			else if ((flags & MSG_WAITALL || (will_block && rx_held(t))) && round == 0 &&
+			else if ((flags & MSG_WAITALL || (will_block && rs_rxq_held(t))) && round == 0 &&
 				 rs_ring_has_work(t->owner))
 				/* MSG_WAITALL, or a blocking read that would return
 				 * the engine's bytes: what is on its way (this
@@ -1488,22 +1154,22 @@ ssize_t rs_tcp_recv(struct rs_tcp *t, const struct iovec *iov, int iovcnt, int f
 				 * stay batched.) */
 				rs_ring_progress(t->owner);
 		}
-		size_t held = rx_held(t);
+		size_t held = rs_rxq_held(t);
 		if (held)
-			got = rx_copy(t, iov, iovcnt, want, flags);
+			got = rs_rxq_copy(t, iov, iovcnt, want, flags);
 		if (got && got == held && got < want)
 			got += kernel_rest(t, iov, iovcnt, got, flags);
 		if (got) {
 			if (!(flags & MSG_PEEK))
 				maybe_unthrottle(t);
-			if (t->leftover && leftover_empty(t) && !(flags & MSG_PEEK)) {
+			if (t->leftover && rs_rxq_leftover_empty(t) && !(flags & MSG_PEEK)) {
 				munmap(t->leftover, t->leftover_map);
 				RS_STORE(t->leftover, NULL);
 			}
 			rs_stat_add(RS_C_CALLS_NOSYS, 1);
 			return (ssize_t)got;
 		}
-		shared_err(t);
+		rs_rxq_shared_err(t);
 		if (t->mode != RS_TM_ARMED) {
 			/* Pass-through after the leftover: the kernel has the rest.
 			 * Never block with the lock held (rs_tcp_recv_call naps). */
@@ -1592,7 +1258,7 @@ static void drain_handover(struct rs_ring *r, struct rs_tcp *t)
 	struct rs_drain_job *j = NULL;
 	if (buf) {
 		for (uint32_t i = 0; i < t->tx_cnt; i++) {
-			struct rs_txseg *g = tx_at(t, i);
+			struct rs_txseg *g = rs_txq_at(t, i);
 			memcpy(buf + off, g->data, g->len);
 			off += g->len;
 		}
@@ -1612,7 +1278,7 @@ static void drain_handover(struct rs_ring *r, struct rs_tcp *t)
 		}
 		return;
 	}
-	tx_drop_all(t, r);
+	rs_txq_drop_all(t, r);
 	t->drain = j;
 	if (!t->closing) {
 		t->on_draining = 1;
@@ -1668,7 +1334,7 @@ static int tx_push(struct rs_tcp *t, char *data, uint32_t len, struct rs_chunk *
 	if (t->tx_cnt) {
 		/* Extend the last segment when the slice is contiguous and the
 		 * segment is not part of the send in flight. */
-		struct rs_txseg *last = tx_at(t, t->tx_cnt - 1);
+		struct rs_txseg *last = rs_txq_at(t, t->tx_cnt - 1);
 		if (c && last->chunk == c && last->data + last->len == data &&
 		    t->tx_cnt > t->inflight_segs) {
 			last->len += len;
@@ -1676,9 +1342,9 @@ static int tx_push(struct rs_tcp *t, char *data, uint32_t len, struct rs_chunk *
 			return 0;
 		}
 	}
-	if (make_room((void **)&t->tx, &t->tx_cap, &t->tx_head, t->tx_cnt, sizeof(*t->tx)) < 0)
+	if (rs_txq_room(t) < 0)
 		return -ENOMEM;
-	struct rs_txseg *g = tx_at(t, t->tx_cnt++);
+	struct rs_txseg *g = rs_txq_at(t, t->tx_cnt++);
 	g->data = data;
 	g->len = len;
 	g->chunk = c;
@@ -1726,7 +1392,7 @@ ssize_t rs_tcp_send(struct rs_tcp *t, const struct iovec *iov, int iovcnt, int f
 {
 	if (t->drain && rs_drain_done(t->drain))
 		drain_end(t);
-	shared_err(t);
+	rs_rxq_shared_err(t);
 	if (t->mode != RS_TM_ARMED) {
 		if (t->tx_err || t->rx_err)
 			return send_error(take_send_error(t), flags);
@@ -1756,7 +1422,7 @@ ssize_t rs_tcp_send(struct rs_tcp *t, const struct iovec *iov, int iovcnt, int f
 		long k = rs_syscall(SYS_sendmsg, t->fd, &m, flags | MSG_DONTWAIT | MSG_NOSIGNAL);
 		return k >= 0 ? k : send_error((int)-k, flags);
 	}
-	size_t total = iov_total(iov, iovcnt);
+	size_t total = rs_iov_total(iov, iovcnt);
 	if (total == 0)
 		return 0;
 	struct rs_ring *r = t->owner;
@@ -1874,7 +1540,7 @@ void rs_tcp_submit_tx(struct rs_ring *r, struct rs_tcp *t)
 	uint32_t k = t->tx_cnt < RS_TX_IOV ? t->tx_cnt : RS_TX_IOV;
 	size_t bytes = 0;
 	for (uint32_t i = 0; i < k; i++) {
-		struct rs_txseg *g = tx_at(t, i);
+		struct rs_txseg *g = rs_txq_at(t, i);
 		t->txs->iov[i].iov_base = g->data;
 		t->txs->iov[i].iov_len = g->len;
 		bytes += g->len;
@@ -1913,7 +1579,7 @@ size_t rs_tcp_flush_direct(struct rs_tcp *t)
 {
 	struct rs_ring *r = t->owner;
 	while (t->tx_cnt && !t->send_inflight && r) {
-		struct rs_txseg *g = tx_at(t, 0);
+		struct rs_txseg *g = rs_txq_at(t, 0);
 		long n = rs_syscall(SYS_sendto, t->fd, g->data, g->len, MSG_NOSIGNAL, NULL, 0);
 		if (n == -EAGAIN) {
 			struct pollfd p = { t->fd, POLLOUT, 0 };
@@ -1924,10 +1590,10 @@ size_t rs_tcp_flush_direct(struct rs_tcp *t)
 			continue;
 		if (n < 0) {
 			set_tx_err(t, (int)-n);
-			tx_drop_all(t, r);
+			rs_txq_drop_all(t, r);
 			break;
 		}
-		tx_consume(t, (size_t)n, r);
+		rs_txq_consume(t, (size_t)n, r);
 	}
 	return t->tx_bytes;
 }
@@ -1950,7 +1616,7 @@ void rs_tcp_flush_queued(struct rs_ring *r)
 			uint32_t k = t->tx_cnt < RS_TX_IOV ? t->tx_cnt : RS_TX_IOV;
 			size_t bytes = 0;
 			for (uint32_t i = 0; i < k; i++) {
-				struct rs_txseg *g = tx_at(t, i);
+				struct rs_txseg *g = rs_txq_at(t, i);
 				v[i].iov_base = g->data;
 				v[i].iov_len = g->len;
 				bytes += g->len;
@@ -1958,12 +1624,12 @@ void rs_tcp_flush_queued(struct rs_ring *r)
 			struct msghdr m = { .msg_iov = v, .msg_iovlen = k };
 			long n = rs_syscall(SYS_sendmsg, t->fd, &m, MSG_DONTWAIT | MSG_NOSIGNAL);
 			if (n > 0)
-				tx_consume(t, (size_t)n, r);
+				rs_txq_consume(t, (size_t)n, r);
 			if (n == -EINTR)
 				continue;
 			if (n < 0 && n != -EAGAIN) {
 				set_tx_err(t, (int)-n);
-				tx_drop_all(t, r);
+				rs_txq_drop_all(t, r);
 				break;
 			}
 			if (n < 0 || (size_t)n < bytes) {
@@ -1985,16 +1651,16 @@ static void recv_done(struct rs_ring *r, struct rs_tcp *t, struct io_uring_cqe *
 		unsigned bid = c->flags >> IORING_CQE_BUFFER_SHIFT;
 		r->buf.held++;
 		if (rs_rt.cfg.v[RS_K_RX_CACHE] && !t->closing && !t->rxc_used && !rs_dying &&
-		    !t->ovf_head && rx_room(t) == 0 &&
+		    !t->ovf_head && rs_rxq_room(t) == 0 &&
 		    (t->rxc || (t->rxc = malloc(r->buf.size)) != NULL)) {
 			/* RX_CACHE: copy into the socket's own buffer and give the
 			 * ring's buffer back at once. */
 			memcpy(t->rxc, rs_buf_addr(&r->buf, bid), (size_t)c->res);
 			rs_buf_release(r, bid);
-			if (rx_push(t, r, t->rxc, (uint32_t)c->res, -2) == 0)
+			if (rs_rxq_push(t, r, t->rxc, (uint32_t)c->res, -2) == 0)
 				t->rxc_used = 1;
 		} else if (t->closing ||
-			   rx_push(t, r, rs_buf_addr(&r->buf, bid), (uint32_t)c->res, (int32_t)bid) < 0)
+			   rs_rxq_push(t, r, rs_buf_addr(&r->buf, bid), (uint32_t)c->res, (int32_t)bid) < 0)
 			rs_buf_release(r, bid);
 		else if ((size_t)t->rx_bufs * r->buf.size >= t->rx_limit && !t->throttled) {
 			t->throttled = 1;
@@ -2040,13 +1706,13 @@ static void send_done(struct rs_ring *r, struct rs_tcp *t, struct io_uring_cqe *
 	int res = c->res;
 	int full = 0;
 	if (res > 0) {
-		tx_consume(t, (size_t)res, r);
+		rs_txq_consume(t, (size_t)res, r);
 		full = (size_t)res < t->inflight_bytes;
 	} else if (res == -EAGAIN || res == 0) {
 		full = 1;
 	} else {
 		set_tx_err(t, -res);
-		tx_drop_all(t, r);
+		rs_txq_drop_all(t, r);
 	}
 	if (!t->tx_cnt)
 		t->tx_wait = 0;
@@ -2098,7 +1764,7 @@ void rs_tcp_complete(struct rs_ring *r, struct rs_tcp *t, int op, struct io_urin
 unsigned rs_tcp_readiness(struct rs_tcp *t)
 {
 	unsigned ev = 0;
-	int held = rx_held(t) > 0;
+	int held = rs_rxq_held(t) > 0;
 	/* (or the error a fork left shared, which neither process took yet) */
 	int rx_err = t->rx_err ? t->rx_err : t->leftover ? __atomic_load_n(&t->leftover->err, __ATOMIC_RELAXED) : 0;
 	if (held || t->rx_eof || rx_err || t->shut_rd)
@@ -2128,7 +1794,7 @@ unsigned rs_tcp_readiness(struct rs_tcp *t)
 
 size_t rs_tcp_held(struct rs_tcp *t)
 {
-	return rx_held(t);
+	return rs_rxq_held(t);
 }
 
 int rs_tcp_fionread(struct rs_tcp *t, int *out)
@@ -2137,13 +1803,13 @@ int rs_tcp_fionread(struct rs_tcp *t, int *out)
 	long e = rs_syscall(SYS_ioctl, t->fd, SIOCINQ, &k);
 	if (e < 0)
 		return (int)e;
-	*out = k + (int)rx_held(t);
+	*out = k + (int)rs_rxq_held(t);
 	return 0;
 }
 
 int rs_tcp_so_error(struct rs_tcp *t)
 {
-	shared_err(t);
+	rs_rxq_shared_err(t);
 	int e = t->rx_err ? take_error(t) : 0;
 	if (!e && t->tx_err) {
 		e = t->tx_err;
@@ -2254,23 +1920,14 @@ int rs_tcp_close(struct rs_sock *s, int fd)
 		uint64_t one = 1;
 		rs_sys_write(r->evfd, &one, sizeof(one));
 	}
-	if ((rx_held(t) || t->rx_cnt) && t->sock->born_pid == rs_rt.pid) {
+	if ((rs_rxq_held(t) || t->rx_cnt) && t->sock->born_pid == rs_rt.pid) {
 		/* Unread data: the kernel answers close with a reset.  (Not in
 		 * a fork child closing what it inherited: the parent still holds
 		 * the socket, and its own close decides.) */
 		struct linger lg = { 1, 0 };
 		rs_syscall(SYS_setsockopt, t->fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
 	}
-	if (r)
-		rx_drop_all(t);
-	else {
-		while (t->rx_cnt) {
-			free(rx_at(t, 0)->data);
-			t->rx_head = (t->rx_head + 1) & (t->rx_cap - 1);
-			t->rx_cnt--;
-		}
-		t->ovf_head = t->ovf_tail = 0; /* (buffers of a ring kept after a failed copy) */
-	}
+	rs_rxq_drop_all(t); /* (detached: heap copies, and ring buffers kept after a failed copy) */
 	t->closing = 1;
 	t->fd = -1; /* the number is the application's again */
 	if (t->drain) {
@@ -2328,7 +1985,7 @@ void rs_tcp_ring_gone(struct rs_ring *r, struct rs_tcp *t)
 		/* A drain goes on without this ring (the next send finds out
 		 * when it ended). */
 		rs_warn("thread exit: a send to a peer that is not reading did not finish in 10 s");
-		tx_drop_all(t, r);
+		rs_txq_drop_all(t, r);
 	}
 	if (t->closing) {
 		rs_frag_cache_drop(&r->frag, t->txc);
@@ -2361,8 +2018,8 @@ void rs_tcp_fork_prepare(struct rs_tcp *t)
 		rs_ring_wait(t->owner, tx_idle_cond, t, 10000);
 	else if (t->owner && !t->send_inflight)
 		rs_tcp_flush_direct(t);
-	size_t held = rx_held(t);
-	shared_err(t);
+	size_t held = rs_rxq_held(t);
+	rs_rxq_shared_err(t);
 	int err = t->rx_err ? t->rx_err : t->tx_err;
 	if (!held && !err)
 		return;
@@ -2371,7 +2028,7 @@ void rs_tcp_fork_prepare(struct rs_tcp *t)
 	if (l == MAP_FAILED)
 		return;
 	struct iovec v = { l->data, held };
-	size_t got = rx_copy(t, &v, 1, held, 0);
+	size_t got = rs_rxq_copy(t, &v, 1, held, 0);
 	if (t->leftover)
 		munmap(t->leftover, t->leftover_map);
 	l->len = (uint32_t)got;
