@@ -669,13 +669,6 @@ static int collect(struct rs_ep *ep, struct rs_ring *r, struct epoll_event *evs,
 	return n;
 }
 
-static int64_t now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 int rs_ep_wait(int epfd, struct epoll_event *evs, int max, int timeout_ms, const sigset_t *ss,
 	       const struct timespec *tmo)
 {
@@ -696,7 +689,7 @@ int rs_ep_wait(int epfd, struct epoll_event *evs, int max, int timeout_ms, const
 		timeout_ms = (int)(tmo->tv_sec * 1000 + tmo->tv_nsec / 1000000) +
 			     (tmo->tv_nsec % 1000000 ? 1 : 0);
 	if (timeout_ms > 0)
-		deadline = now_ns() + (int64_t)timeout_ms * 1000000;
+		deadline = rs_now_ns() + (int64_t)timeout_ms * 1000000;
 	/* RINGSOCK_WAIT=ring: block in io_uring_enter with the set itself
 	 * polled through the ring, so one system call both sends what is queued
 	 * and wakes on the next completion; the kernel's part of the set is
@@ -769,7 +762,7 @@ int rs_ep_wait(int epfd, struct epoll_event *evs, int max, int timeout_ms, const
 		}
 		int t_ms = n ? 0 : timeout_ms;
 		if (t_ms > 0 && deadline >= 0) {
-			int64_t left = deadline - now_ns();
+			int64_t left = deadline - rs_now_ns();
 			t_ms = left <= 0 ? 0 : (int)((left + 999999) / 1000000);
 		}
 		if (r && RS_LOAD(r->tr_stale) && !ring_mode)
@@ -811,7 +804,7 @@ int rs_ep_wait(int epfd, struct epoll_event *evs, int max, int timeout_ms, const
 			int e = rs_ring_sleep(r, t_ms, ss);
 			if (e == -EINTR || rs_sig_take())
 				return -EINTR;
-			if (e == -ETIME && (!wake || (deadline >= 0 && now_ns() >= deadline)))
+			if (e == -ETIME && (!wake || (deadline >= 0 && rs_now_ns() >= deadline)))
 				return 0;
 			continue;
 		}
@@ -925,7 +918,7 @@ int rs_ep_wait(int epfd, struct epoll_event *evs, int max, int timeout_ms, const
 		 * poll with no timeout looks once more. */
 		if (timeout_ms == 0 && looked_again++)
 			return 0;
-		if (deadline >= 0 && now_ns() >= deadline)
+		if (deadline >= 0 && rs_now_ns() >= deadline)
 			return 0;
 	}
 }

@@ -379,23 +379,16 @@ void rs_ring_flush_tx(void)
 	rs_ring_unlock(r);
 }
 
-static int64_t now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 int rs_ring_wait(struct rs_ring *r, int (*cond)(void *), void *arg, int timeout_ms)
 {
-	int64_t deadline = timeout_ms >= 0 ? now_ns() + (int64_t)timeout_ms * 1000000 : 0;
+	int64_t deadline = timeout_ms >= 0 ? rs_now_ns() + (int64_t)timeout_ms * 1000000 : 0;
 	for (;;) {
 		rs_ring_progress(r);
 		if (cond(arg))
 			return 0;
 		struct __kernel_timespec ts, *tsp = NULL;
 		if (timeout_ms >= 0) {
-			int64_t left = deadline - now_ns();
+			int64_t left = deadline - rs_now_ns();
 			if (left <= 0)
 				return -ETIME;
 			ts.tv_sec = left / 1000000000;

@@ -7,6 +7,8 @@
 #define RS_SYS_H
 
 #include <stddef.h>
+#include <stdint.h>
+#include <time.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -70,6 +72,14 @@ static inline long rs_sys_close(int fd)
 static inline int rs_sys_getpid(void)
 {
 	return (int)rs_syscall(SYS_getpid, 0);
+}
+
+/* CLOCK_MONOTONIC in nanoseconds (vDSO: no system call). */
+static inline int64_t rs_now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
 #endif

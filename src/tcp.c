@@ -613,169 +613,6 @@ static struct rs_tcp *enter_served(struct rs_sock *s, int fd)
 
 /* ---- blocking calls ------------------------------------------------------- */
 
-
-static int64_t mono_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
-static int64_t timeo_get(int fd, int name)
-{
-	struct timeval tv = { 0, 0 };
-	socklen_t len = sizeof(tv);
-	if (rs_syscall(SYS_getsockopt, fd, SOL_SOCKET, name, &tv, &len) != 0)
-		return 0;
-	return (int64_t)tv.tv_sec * 1000000000 + (int64_t)tv.tv_usec * 1000;
-}
-
-/* The deadline of a blocking call from the socket's SO_RCVTIMEO (rx) or
- * SO_SNDTIMEO; 0 when it has none (it waits without limit). */
-static int64_t call_deadline(struct rs_sock *s, int fd, int rx)
-{
-	if (!s->timeo_known) {
-		s->rcvtimeo_ns = timeo_get(fd, SO_RCVTIMEO);
-		s->sndtimeo_ns = timeo_get(fd, SO_SNDTIMEO);
-		s->timeo_known = 1;
-	}
-	int64_t t = rx ? s->rcvtimeo_ns : s->sndtimeo_ns;
-	return t ? mono_ns() + t : 0;
-}
-
-/* After a wait: 0 to look again, or how the call ends (-EAGAIN: its
- * timeout passed; -EINTR: a signal the kernel would not restart it for). */
-static int wait_result(int e, int64_t deadline, int partial)
-{
-	unsigned hits = rs_sig_take();
-	/* A call that has moved bytes already returns them after any signal
-	 * (the kernel's tcp_recvmsg/tcp_sendmsg do), SA_RESTART or not. */
-	if (rs_sig_interrupted(hits, e == -EINTR, deadline != 0 || partial))
-		return -EINTR;
-	if (deadline && mono_ns() >= deadline)
-		return -EAGAIN;
-	return 0;
-}
-
-/* Milliseconds left until deadline (-1: none), or -2 when it has passed. */
-static int ms_left(int64_t deadline)
-{
-	if (!deadline)
-		return -1;
-	int64_t left = deadline - mono_ns();
-	if (left <= 0)
-		return -2;
-	return (int)((left + 999999) / 1000000);
-}
-
-/* A blocking call on a socket this thread's ring serves found nothing to
- * do: sleep in the ring until its next completion (data, a drain job's
- * end, another thread writing the ring's eventfd), the deadline or a
- * signal.  The sleep submits what is queued (a request-response client
- * pays one system call per round) and does not hold the lock; which
- * signal handlers ran comes from sig.c.  Called locked, returns unlocked. */
-static int block_in_ring(struct rs_tcp *t, int64_t deadline, int partial)
-{
-	struct rs_ring *r = t->owner;
-	rs_ring_wake_arm(r);
-	if (rs_ring_has_completions(r)) {
-		rs_ring_catch_up(r);
-		rs_tcp_unlock(t);
-		return 0; /* something happened: look again */
-	}
-	int ms = ms_left(deadline);
-	if (ms == -2) {
-		rs_tcp_unlock(t);
-		return -EAGAIN;
-	}
-	rs_sig_clear();
-	return wait_result(rs_ring_sleep(r, ms, NULL), deadline, partial);
-}
-
-/* A socket in hand-over to another thread (or with sends of ours still
- * to finish): wait a little for fd, then look again.  No lock held. */
-static int block_on_fd(int fd, short ev, int64_t deadline, int partial)
-{
-	int ms = ms_left(deadline);
-	if (ms == -2)
-		return -EAGAIN;
-	if (ms < 0 || ms > 10)
-		ms = 10;
-	struct pollfd p = { fd, ev, 0 };
-	rs_sig_clear();
-	return wait_result((int)rs_blocking_syscall(SYS_poll, (long)&p, 1, ms, 0, 0, 0), deadline, partial);
-}
-
-/* A blocking kernel call on a thread that owns a ring returned a short
- * count with no signal handler run and time left: the kernel cut it for
- * the ring's own task work, which the program must not see.  The caller
- * goes on waiting for the rest, as the call would have without the ring
- * (the stream's end or an error stops the next round). */
-static int short_by_ring(int64_t deadline)
-{
-	return !rs_sig_take() && (!deadline || mono_ns() < deadline);
-}
-
-/* A private copy of an iovec array that can be advanced past bytes done. */
-struct iov_cur {
-	struct iovec *v;
-	int n;
-	struct iovec *heap;
-};
-
-static int iov_cur_skip(struct iov_cur *c, const struct iovec *iov, int n, size_t k)
-{
-	if (!c->heap) {
-		c->heap = malloc((size_t)n * sizeof(*iov));
-		if (!c->heap)
-			return -ENOMEM;
-		memcpy(c->heap, iov, (size_t)n * sizeof(*iov));
-		c->v = c->heap;
-		c->n = n;
-	}
-	while (k && c->n) {
-		if (k < c->v->iov_len) {
-			c->v->iov_base = (char *)c->v->iov_base + k;
-			c->v->iov_len -= k;
-			return 0;
-		}
-		k -= c->v->iov_len;
-		c->v++;
-		c->n--;
-	}
-	return 0;
-}
-
-/* A blocking call that moved bytes then met an error (a reset) returns
- * the bytes; the kernel keeps such an error for the next call, but our
- * continuation's own kernel call has taken it: keep it for that call. */
-static void keep_error(struct rs_sock *s, size_t done, ssize_t r)
-{
-	if (!done || r >= 0)
-		return;
-	switch (-r) { /* the socket's pending (asynchronous) errors only */
-	case ECONNRESET: case ETIMEDOUT: case ECONNREFUSED: case EHOSTUNREACH:
-	case ENETUNREACH: case ENETDOWN: case EHOSTDOWN:
-		__atomic_store_n(&s->err_kept, (int)-r, __ATOMIC_RELAXED);
-	}
-}
-
-/* The error keep_error kept, for this call (0: none). */
-static int kept_error(struct rs_sock *s)
-{
-	if (!__atomic_load_n(&s->err_kept, __ATOMIC_RELAXED))
-		return 0;
-	return __atomic_exchange_n(&s->err_kept, 0, __ATOMIC_RELAXED);
-}
-
-/* A blocking call's result: bytes done before an error or the end count. */
-static ssize_t with_done(size_t done, ssize_t r)
-{
-	if (!done)
-		return r;
-	return r > 0 ? (ssize_t)done + r : (ssize_t)done;
-}
-
 /* Reads go to the kernel and the engine holds nothing of this socket's
  * input, nor can a receive of ours still bring some: a blocking read
  * waits in the kernel at once. */
@@ -811,7 +648,7 @@ ssize_t rs_tcp_recv_call(struct rs_sock *s, int fd, const struct iovec *iov, int
 	}
 	if (flags & MSG_ERRQUEUE)
 		return RS_PASS; /* the error queue is the kernel's */
-	int e = kept_error(s);
+	int e = rs_kept_error(s);
 	if (e)
 		return -e;
 	int block = !s->nonblock && !(flags & MSG_DONTWAIT);
@@ -820,7 +657,7 @@ ssize_t rs_tcp_recv_call(struct rs_sock *s, int fd, const struct iovec *iov, int
 	int waitall = block && (flags & MSG_WAITALL) && !(flags & (MSG_PEEK | MSG_TRUNC));
 	size_t want = rs_iov_total(iov, n), done = 0;
 	struct iov_cur cur = { (struct iovec *)iov, n, NULL };
-	int64_t deadline = block ? call_deadline(s, fd, 1) : 0;
+	int64_t deadline = block ? rs_call_deadline(s, fd, 1) : 0;
 	int stop = 0; /* the wait ended the call: one more look, then this */
 	ssize_t r;
 	for (;;) {
@@ -842,7 +679,7 @@ ssize_t rs_tcp_recv_call(struct rs_sock *s, int fd, const struct iovec *iov, int
 				r = stop;
 			if (r > 0 && waitall && done + (size_t)r < want && !(s->urgent && at_mark(fd))) {
 				done += (size_t)r;
-				if (iov_cur_skip(&cur, iov, n, (size_t)r) < 0)
+				if (rs_iov_cur_skip(&cur, iov, n, (size_t)r) < 0)
 					break;
 				continue;
 			}
@@ -860,7 +697,7 @@ ssize_t rs_tcp_recv_call(struct rs_sock *s, int fd, const struct iovec *iov, int
 			continue;
 		}
 		if (t->mode == RS_TM_ARMED && !t->rx_direct) {
-			stop = block_in_ring(t, deadline, done != 0);
+			stop = rs_block_in_ring(t, deadline, done != 0);
 			continue;
 		}
 		if (t->mode == RS_TM_ARMED) {
@@ -879,7 +716,7 @@ ssize_t rs_tcp_recv_call(struct rs_sock *s, int fd, const struct iovec *iov, int
 				 * SA_RESTART would restart it rather than end it
 				 * with those bytes, as the one call without us
 				 * does.  Wait for input here instead. */
-				stop = block_on_fd(fd, POLLIN, deadline, 1);
+				stop = rs_block_on_fd(fd, POLLIN, deadline, 1);
 				continue;
 			}
 			struct msghdr m = { .msg_iov = cur.v, .msg_iovlen = (size_t)cur.n };
@@ -887,10 +724,10 @@ ssize_t rs_tcp_recv_call(struct rs_sock *s, int fd, const struct iovec *iov, int
 			r = rs_blocking_syscall(SYS_recvmsg, fd, (long)&m, flags, 0, 0, 0);
 			if (r > 0)
 				note_recv(s);
-			if (r > 0 && waitall && done + (size_t)r < want && short_by_ring(deadline) &&
+			if (r > 0 && waitall && done + (size_t)r < want && rs_short_by_ring(deadline) &&
 			    !(s->urgent && at_mark(fd))) {
 				done += (size_t)r;
-				if (iov_cur_skip(&cur, iov, n, (size_t)r) < 0)
+				if (rs_iov_cur_skip(&cur, iov, n, (size_t)r) < 0)
 					break;
 				continue;
 			}
@@ -898,7 +735,7 @@ ssize_t rs_tcp_recv_call(struct rs_sock *s, int fd, const struct iovec *iov, int
 		}
 		/* in hand-over to another thread: look again soon */
 		rs_tcp_unlock(t);
-		stop = block_on_fd(fd, POLLIN, deadline, done != 0);
+		stop = rs_block_on_fd(fd, POLLIN, deadline, done != 0);
 	}
 	while (r == RS_PASS && done) {
 		/* The rest from the kernel (handed over meanwhile), waited for
@@ -909,19 +746,19 @@ ssize_t rs_tcp_recv_call(struct rs_sock *s, int fd, const struct iovec *iov, int
 		r = rs_syscall(SYS_recvmsg, fd, &m, flags | MSG_DONTWAIT);
 		if (r > 0 && done + (size_t)r < want && !(s->urgent && at_mark(fd))) {
 			done += (size_t)r;
-			if (iov_cur_skip(&cur, iov, n, (size_t)r) < 0)
+			if (rs_iov_cur_skip(&cur, iov, n, (size_t)r) < 0)
 				break;
 			r = RS_PASS;
 			continue;
 		}
 		if (r == -EAGAIN) {
-			int e = block_on_fd(fd, POLLIN, deadline, 1);
+			int e = rs_block_on_fd(fd, POLLIN, deadline, 1);
 			r = e ? e : RS_PASS;
 		}
 	}
 	free(cur.heap);
-	keep_error(s, done, r);
-	return with_done(done, r);
+	rs_keep_error(s, done, r);
+	return rs_with_done(done, r);
 }
 
 ssize_t rs_tcp_send_call(struct rs_sock *s, int fd, const struct iovec *iov, int n, int flags)
@@ -940,7 +777,7 @@ ssize_t rs_tcp_send_call(struct rs_sock *s, int fd, const struct iovec *iov, int
 		}
 		return e ? send_error(e, flags) : RS_PASS;
 	}
-	int e = kept_error(s);
+	int e = rs_kept_error(s);
 	if (e)
 		return send_error(e, flags);
 	/* A blocking send returns when all is accepted, or with what was
@@ -969,7 +806,7 @@ ssize_t rs_tcp_send_call(struct rs_sock *s, int fd, const struct iovec *iov, int
 		if (r > 0 && block && done + (size_t)r < total) {
 			rs_tcp_unlock(t);
 			done += (size_t)r;
-			if (iov_cur_skip(&cur, iov, n, (size_t)r) < 0)
+			if (rs_iov_cur_skip(&cur, iov, n, (size_t)r) < 0)
 				break;
 			continue;
 		}
@@ -980,11 +817,11 @@ ssize_t rs_tcp_send_call(struct rs_sock *s, int fd, const struct iovec *iov, int
 			break;
 		}
 		if (!have_deadline) {
-			deadline = call_deadline(s, fd, 0);
+			deadline = rs_call_deadline(s, fd, 0);
 			have_deadline = 1;
 		}
 		if (t->mode == RS_TM_ARMED && !RS_LOAD(t->kfull)) {
-			stop = block_in_ring(t, deadline, done != 0); /* the drain job's end wakes it */
+			stop = rs_block_in_ring(t, deadline, done != 0); /* the drain job's end wakes it */
 			continue;
 		}
 		if (t->mode == RS_TM_ARMED && !t->tx_cnt && !t->send_inflight && !t->drain) {
@@ -994,24 +831,24 @@ ssize_t rs_tcp_send_call(struct rs_sock *s, int fd, const struct iovec *iov, int
 			struct msghdr m = { .msg_iov = cur.v, .msg_iovlen = (size_t)cur.n };
 			rs_sig_clear();
 			r = rs_blocking_syscall(SYS_sendmsg, fd, (long)&m, done ? flags | MSG_NOSIGNAL : flags, 0, 0, 0);
-			if (r > 0 && done + (size_t)r < total && short_by_ring(deadline)) {
+			if (r > 0 && done + (size_t)r < total && rs_short_by_ring(deadline)) {
 				done += (size_t)r;
-				if (iov_cur_skip(&cur, iov, n, (size_t)r) < 0)
+				if (rs_iov_cur_skip(&cur, iov, n, (size_t)r) < 0)
 					break;
 				continue;
 			}
 			break;
 		}
 		rs_tcp_unlock(t);
-		stop = block_on_fd(fd, POLLOUT, deadline, done != 0);
+		stop = rs_block_on_fd(fd, POLLOUT, deadline, done != 0);
 	}
 	if (r == RS_PASS && done) {
 		struct msghdr m = { .msg_iov = cur.v, .msg_iovlen = (size_t)cur.n };
 		r = rs_blocking_syscall(SYS_sendmsg, fd, (long)&m, flags | MSG_NOSIGNAL, 0, 0, 0);
 	}
 	free(cur.heap);
-	keep_error(s, done, r);
-	return with_done(done, r);
+	rs_keep_error(s, done, r);
+	return rs_with_done(done, r);
 }
 
 void rs_tcp_urgent(struct rs_sock *s, int fd)

@@ -22,13 +22,6 @@ static unsigned to_poll(unsigned ev)
 	return ev & (POLLIN | POLLOUT | POLLERR | POLLHUP | POLLRDNORM | POLLWRNORM | POLLRDHUP);
 }
 
-static int64_t now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 /* What an entry is to us. */
 enum { K_KERNEL, K_ENGINE, K_LEFTOVER };
 
@@ -73,7 +66,7 @@ int rs_wait_poll(struct pollfd *fds, unsigned long n, int timeout_ms, const stru
 	}
 	if (tmo)
 		timeout_ms = (int)(tmo->tv_sec * 1000 + (tmo->tv_nsec + 999999) / 1000000);
-	int64_t deadline = timeout_ms > 0 ? now_ns() + (int64_t)timeout_ms * 1000000 : -1;
+	int64_t deadline = timeout_ms > 0 ? rs_now_ns() + (int64_t)timeout_ms * 1000000 : -1;
 	int result;
 	for (;;) {
 		int ready = 0, transient = 0;
@@ -150,7 +143,7 @@ int rs_wait_poll(struct pollfd *fds, unsigned long n, int timeout_ms, const stru
 		struct timespec ts, *tsp = NULL;
 		int t_ms = ready ? 0 : timeout_ms;
 		if (t_ms > 0 && deadline >= 0) {
-			int64_t left = deadline - now_ns();
+			int64_t left = deadline - rs_now_ns();
 			t_ms = left <= 0 ? 0 : (int)((left + 999999) / 1000000);
 		}
 		if (r && RS_LOAD(r->tr_stale))
@@ -201,7 +194,7 @@ int rs_wait_poll(struct pollfd *fds, unsigned long n, int timeout_ms, const stru
 		}
 		if (saved != saved_stack)
 			free(saved);
-		if (total || (!wake && !sliced) || timeout_ms == 0 || (deadline >= 0 && now_ns() >= deadline)) {
+		if (total || (!wake && !sliced) || timeout_ms == 0 || (deadline >= 0 && rs_now_ns() >= deadline)) {
 			result = total;
 			break;
 		}
