@@ -1,22 +1,18 @@
 /* engine.h - the io_uring engine's private interface.
  *
- * Where things live:
- *   ring.c     per-thread io_uring: creation, the ring lock, submit, reap,
- *              completion dispatch, progress at wait points, thread exit
- *   bufring.c  the thread's provided-buffer ring (receive buffers) and
- *              coalesced reclaim of consumed buffers
- *   frag.c     the thread's send frag pool (32 KiB or 4 KiB chunks carved
- *              into slices) and returning free chunks to the OS
- *   tcp.c      stream sockets on the engine: arming, receive queue and the
- *              recv family, send queue and the send family, close,
- *              shutdown, detaching to pass-through, fork/exec/exit
- *   ep.c       epoll over engine and kernel fds (registrations, ready
- *              lists, the wait itself)
- *   wait.c     poll/ppoll/select/pselect over engine and kernel fds
- *   drain.c    the drain thread: the rest of a send the kernel could not
- *              take at once (full send buffer), independent of the owner
- *   sig.c      which signal handlers ran while a blocking call waited in
- *              the ring (SA_RESTART parity)
+ * Where things live: src/README.md (one line per file).
+ *
+ * Lock order (take them only in this order; from the code, not yet
+ * asserted in debug builds):
+ *   all_lock (ring.c: the list of rings)
+ *     -> a ring's lock (rs_ring_lock; fork takes every ring's, in list order)
+ *       -> socks_lock (tcp.c: every engine socket, for fork)
+ *         -> a detached socket's own mutex (rs_tcp.mu)
+ *       -> ctl_lock (ep.c: registrations) -> an epoll set's lock (rs_ep.lock)
+ *       -> the drain lock (drain.c)
+ *   A detached socket's mutex stands where a ring's lock does for the
+ *   calls on it (then ctl_lock, ep lock); it is released before socks_lock
+ *   is taken to free the socket.
  *
  * Ownership (see ringsock(7), IMPLEMENTATION):
  *   - A socket is armed on the ring of the thread that first needs it
