@@ -90,7 +90,7 @@ void rs_buf_release(struct rs_ring *r, unsigned bid)
 			      (int)b->pending);
 	b->pending++;
 	b->held--;
-	if (rs_rt.cfg.v[RS_K_RECLAIM] == 1 /* per-op */ ||
+	if (rs_rt.cfg.v[RS_K_RECLAIM] == RS_RECLAIM_PER_OP ||
 	    b->pending >= (unsigned)rs_rt.cfg.v[RS_K_RECLAIM_BATCH])
 		rs_buf_flush(r);
 }

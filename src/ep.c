@@ -695,7 +695,7 @@ int rs_ep_wait(int epfd, struct epoll_event *evs, int max, int timeout_ms, const
 	 * and wakes on the next completion; the kernel's part of the set is
 	 * fetched only when the set became readable. */
 	int ring_mode = 0;
-	if (r && rs_rt.cfg.v[RS_K_WAIT] == 0) {
+	if (r && rs_rt.cfg.v[RS_K_WAIT] == RS_WAIT_RING) {
 		/* only while this thread's ring will bring something: receives
 		 * armed, or sends to submit.  A set of kernel fds, or of sockets
 		 * that still read through the kernel (new ones), is cheaper to

@@ -70,10 +70,10 @@ void rs_engine_init(void)
 		return;
 	}
 	long setup = rs_rt.cfg.v[RS_K_SETUP];
-	if (setup == 2 || setup == 3) { /* coop, plain */
+	if (setup == RS_SETUP_COOP || setup == RS_SETUP_PLAIN) {
 		rs_rt.pt_reason = RINGSOCK_PT_NO_IO_URING;
 		rs_info("engine off: RINGSOCK_SETUP=%s (the engine needs DEFER_TASKRUN)",
-			setup == 2 ? "coop" : "plain");
+			setup == RS_SETUP_COOP ? "coop" : "plain");
 		return;
 	}
 	if (pthread_key_create(&exit_key, rs_engine_thread_exit) != 0)

@@ -291,7 +291,7 @@ static struct rs_tcp *arm(struct rs_sock *s, int fd)
 		rs_tcp_passthrough(s, RINGSOCK_PT_LISTENER);
 		return NULL;
 	}
-	if (!s->nonblock && rs_rt.cfg.v[RS_K_BLOCKING] == 1) {
+	if (!s->nonblock && rs_rt.cfg.v[RS_K_BLOCKING] == RS_BLOCKING_KERNEL) {
 		/* RINGSOCK_BLOCKING=kernel; it may become nonblocking later */
 		count_passthrough(s, RINGSOCK_PT_BLOCKING);
 		s->pt_counted = 0;

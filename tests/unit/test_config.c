@@ -177,6 +177,24 @@ static void test_enums_flags_strings(void **state)
 	assert_int_equal(parse1(&cfg, "RINGSOCK_RECLAIM", "per-op", &d), 0);
 	rs_knob_format(&cfg, RS_K_RECLAIM, buf, sizeof(buf));
 	assert_string_equal(buf, "per-op");
+	assert_int_equal(cfg.v[RS_K_RECLAIM], RS_RECLAIM_PER_OP);
+	/* the named values of the ENUM knobs follow their choices */
+	assert_int_equal(parse1(&cfg, "RINGSOCK_RECLAIM", "coalesced", &d), 0);
+	assert_int_equal(cfg.v[RS_K_RECLAIM], RS_RECLAIM_COALESCED);
+	assert_int_equal(parse1(&cfg, "RINGSOCK_WAIT", "ring", &d), 0);
+	assert_int_equal(cfg.v[RS_K_WAIT], RS_WAIT_RING);
+	assert_int_equal(parse1(&cfg, "RINGSOCK_WAIT", "epoll", &d), 0);
+	assert_int_equal(cfg.v[RS_K_WAIT], RS_WAIT_EPOLL);
+	assert_int_equal(parse1(&cfg, "RINGSOCK_BLOCKING", "engine", &d), 0);
+	assert_int_equal(cfg.v[RS_K_BLOCKING], RS_BLOCKING_ENGINE);
+	assert_int_equal(parse1(&cfg, "RINGSOCK_BLOCKING", "kernel", &d), 0);
+	assert_int_equal(cfg.v[RS_K_BLOCKING], RS_BLOCKING_KERNEL);
+	const char *setups[] = { "auto", "defer", "coop", "plain" };
+	const int setup_vals[] = { RS_SETUP_AUTO, RS_SETUP_DEFER, RS_SETUP_COOP, RS_SETUP_PLAIN };
+	for (int i = 0; i < 4; i++) {
+		assert_int_equal(parse1(&cfg, "RINGSOCK_SETUP", setups[i], &d), 0);
+		assert_int_equal(cfg.v[RS_K_SETUP], setup_vals[i]);
+	}
 
 	assert_int_equal(parse1(&cfg, "RINGSOCK_FEATURES_DISABLE", "buf_ring,send_zc", &d), 0);
 	assert_int_equal(cfg.v[RS_K_FEATURES_DISABLE], RS_FEAT_BUF_RING | RS_FEAT_SEND_ZC);
