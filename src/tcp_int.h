@@ -19,7 +19,14 @@ int rs_rxq_push(struct rs_tcp *t, struct rs_ring *r, char *data, uint32_t len, i
 /* Copy (MSG_PEEK: without consuming; MSG_TRUNC: discard) up to want bytes:
  * the fork's leftover first, then the queue.  Returns the bytes. */
 size_t rs_rxq_copy(struct rs_tcp *t, const struct iovec *iov, int n, size_t want, int flags);
-size_t rs_rxq_held(struct rs_tcp *t);     /* bytes held: leftover + queue */
+/* Bytes held: the fork's leftover and the queue (hot: inline). */
+static inline size_t rs_rxq_held(struct rs_tcp *t)
+{
+	size_t n = t->rx_bytes;
+	if (t->leftover)
+		n += t->leftover->len - t->leftover->off;
+	return n;
+}
 int rs_rxq_leftover_empty(struct rs_tcp *t); /* no leftover bytes nor error */
 /* An error a fork left shared becomes this process's rx_err, if no other
  * process took it first. */
@@ -27,7 +34,10 @@ void rs_rxq_shared_err(struct rs_tcp *t);
 void rs_rxq_drop_all(struct rs_tcp *t);   /* buffers back to the ring */
 void rs_rxq_to_heap(struct rs_tcp *t);    /* ring buffers copied out: the
 					   * socket leaves its ring */
-struct rs_txseg *rs_txq_at(struct rs_tcp *t, uint32_t i);
+static inline struct rs_txseg *rs_txq_at(struct rs_tcp *t, uint32_t i)
+{
+	return &t->tx[(t->tx_head + i) & (t->tx_cap - 1)];
+}
 /* The first n bytes reached the kernel: their slices go back to r's pool. */
 void rs_txq_consume(struct rs_tcp *t, size_t n, struct rs_ring *r);
 void rs_txq_drop_all(struct rs_tcp *t, struct rs_ring *r);

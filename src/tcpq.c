@@ -51,11 +51,6 @@ static struct rs_rxseg *rx_at(struct rs_tcp *t, uint32_t i)
 	return &t->rx[(t->rx_head + i) & (t->rx_cap - 1)];
 }
 
-struct rs_txseg *rs_txq_at(struct rs_tcp *t, uint32_t i)
-{
-	return &t->tx[(t->tx_head + i) & (t->tx_cap - 1)];
-}
-
 /* Room for one more segment in the receive queue array. */
 int rs_rxq_room(struct rs_tcp *t)
 {
@@ -346,13 +341,4 @@ void rs_rxq_shared_err(struct rs_tcp *t)
 	atomic_store(&l->lock, 0);
 	if (e)
 		RS_STORE(t->rx_err, e);
-}
-
-/* Engine-held bytes. */
-size_t rs_rxq_held(struct rs_tcp *t)
-{
-	size_t n = t->rx_bytes;
-	if (t->leftover)
-		n += t->leftover->len - t->leftover->off;
-	return n;
 }
