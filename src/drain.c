@@ -19,7 +19,8 @@
  *
  * The thread starts with the first ring, with every signal blocked.  Every
  * RS_WATCH_MS it also looks for rings whose owner left sends queued and
- * went to block where the library cannot see (rs_engine_watchdog).  fork
+ * went to block where the library cannot see (the watchdog ring.c hands
+ * it: the drain thread does not call up into the rings).  fork
  * waits (up to 10 s) for running jobs and stops the idle thread, not its
  * ring (see ring_setup); the child starts afresh.
  */
@@ -72,6 +73,7 @@ static struct {
 	uint32_t running;             /* futex word: jobs not done */
 	uint64_t slots[DRAIN_SLOTS / 64];
 	int nslots;                   /* registered file slots (a multiple of 64) */
+	void (*watchdog)(void);       /* run every RS_WATCH_MS (rs_drain_watch) */
 } dr = { .lock = PTHREAD_MUTEX_INITIALIZER, .evfd = -1 };
 
 static void futex_wake(uint32_t *w)
@@ -219,7 +221,9 @@ static void *drain_main(void *arg)
 		struct __kernel_timespec ts = { 0, RS_WATCH_MS * 1000000LL };
 		int e = io_uring_submit_and_wait_timeout(&dr.ring, &cqe, 1, &ts, NULL);
 		if (e == -ETIME) {
-			rs_engine_watchdog();
+			void (*w)(void) = __atomic_load_n(&dr.watchdog, __ATOMIC_ACQUIRE);
+			if (w)
+				w();
 			continue;
 		}
 		if (e < 0 && e != -EINTR && e != -EAGAIN && e != -EBUSY) {
@@ -350,8 +354,9 @@ static int start(void)
 
 /* ---- the engine's side ------------------------------------------------------ */
 
-void rs_drain_watch(void)
+void rs_drain_watch(void (*watchdog)(void))
 {
+	__atomic_store_n(&dr.watchdog, watchdog, __ATOMIC_RELEASE);
 	rs_mutex_lock(&dr.lock);
 	start();
 	rs_mutex_unlock(&dr.lock);

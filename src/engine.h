@@ -291,7 +291,6 @@ void rs_engine_before_spawn(void); /* vfork, posix_spawn: the same, and no read-
  * none is armed from now on; reason is a RINGSOCK_PT_* value. */
 void rs_engine_refuse_all(int reason);
 extern int rs_engine_refuse; /* 0, or why no socket is armed any more */
-void rs_engine_watchdog(void);  /* drain thread: sends queued by a blocked owner */
 
 /* user_data: pointer | op (low 3 bits). */
 enum { RS_UD_RECV = 1, RS_UD_SEND = 2, RS_UD_CANCEL = 3, RS_UD_DRAIN = 4 /* a drain job ended */,
@@ -316,7 +315,8 @@ int rs_drain_wait(struct rs_drain_job *j, int timeout_ms); /* 0 or -ETIME */
 void rs_drain_release(struct rs_drain_job *j);   /* the socket lets go of it */
 void rs_drain_unnotify(struct rs_drain_job *j);  /* its owner ring goes away */
 int rs_drain_wait_all(int timeout_ms);           /* 0 or -ETIME */
-void rs_drain_watch(void);     /* start the thread (it also runs the watchdog) */
+void rs_drain_watch(void (*watchdog)(void)); /* start the thread; it runs watchdog
+					       * every RS_WATCH_MS */
 void rs_drain_stop(void);      /* exit, exec: end the thread once idle */
 void rs_drain_before_fork(void);
 void rs_drain_after_fork(int child);

@@ -28,6 +28,7 @@ static RS_TLS int ring_failed;
 static pthread_key_t exit_key;
 static pthread_mutex_t all_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct rs_ring *all_rings;
+static void ring_watchdog(void);
 
 static void atfork_prepare(void)
 {
@@ -198,7 +199,7 @@ struct rs_ring *rs_ring_get(void)
 	rs_ring_tls = r;
 	pthread_setspecific(exit_key, r);
 	rs_stat_add(RS_C_RINGS, 1);
-	rs_drain_watch(); /* the watchdog below runs from now on */
+	rs_drain_watch(ring_watchdog); /* it runs from now on */
 	return r;
 }
 
@@ -560,7 +561,7 @@ void rs_engine_thread_exit(void *arg)
  * where the library cannot see (a condition variable, a sleep, a call it
  * does not interpose): its queued sends are written out for it, so a peer
  * waiting for them is never left waiting on that thread. */
-void rs_engine_watchdog(void)
+static void ring_watchdog(void)
 {
 	/* never waits: fork holds these while it waits for the drain thread */
 	if (rs_mutex_trylock(&all_lock) != 0)
