@@ -1,0 +1,46 @@
+/* One thread talks to itself over loopback with blocking sockets: a
+ * blocking read must find what this thread's own sends delivered before
+ * it, as the kernel's read does, even when the engine queued those sends
+ * and already holds part of the input.  (Without the library each send
+ * is in the peer's queue when it returns.)  Also MSG_WAITALL with the
+ * rest on its way from this thread.
+ * ENGINE_MIN_ACCELERATED=2 */
+#include "../scn.h"
+#include <poll.h>
+
+int main(void)
+{
+	int c, s;
+	char big[1000], buf[4096];
+	fill_pattern(big, sizeof(big), 7);
+	tcp_pair(&c, &s);
+	for (int round = 0; round < 3; round++) {
+		R("send 10", send(c, "0123456789", 10, 0));
+		/* the input is readable: (under the library, its receive has
+		 * taken those 10 bytes) */
+		struct pollfd p = { s, POLLIN, 0 };
+		R("poll", poll(&p, 1, 2000));
+		say("revents %#x", p.revents);
+		R("send 1000", send(c, big, sizeof(big), 0));
+		long n = R("blocking recv 4096", recv(s, buf, sizeof(buf), 0));
+		show("got", buf, n);
+		R("send 10", send(c, "abcdefghij", 10, 0));
+		R("poll", poll(&p, 1, 2000));
+		R("send 1000", send(c, big, sizeof(big), 0));
+		n = R("recv MSG_WAITALL 1010", recv(s, buf, 1010, MSG_WAITALL | MSG_DONTWAIT));
+		show("got", buf, n);
+	}
+	/* The reader shuts its input down: its reads go to the kernel from
+	 * now on (Linux still returns what is queued), while the engine's
+	 * receive, being cancelled, may still bring bytes that come first. */
+	R("send 10", send(c, "ABCDEFGHIJ", 10, 0));
+	struct pollfd p = { s, POLLIN, 0 };
+	R("poll", poll(&p, 1, 2000));
+	R("send 1000", send(c, big, sizeof(big), 0));
+	R("shutdown SHUT_RD", shutdown(s, SHUT_RD));
+	long n = R("recv 4096 after SHUT_RD", recv(s, buf, sizeof(buf), MSG_DONTWAIT));
+	show("got", buf, n);
+	close(c);
+	close(s);
+	return 0;
+}
