@@ -1571,10 +1571,8 @@ void rs_tcp_complete(struct rs_ring *r, struct rs_tcp *t, int op, struct io_urin
 	 * only when it makes a full socket writable again or fails, as the
 	 * kernel's write-space wake-ups come only after the buffer was
 	 * full.  (An edge for every send would wake an edge-triggered loop
-	 * once more per response.)  A receive that ends with nothing (it was
-	 * cancelled, or ran out of buffers) brought no news. */
-	int edge = op == RS_UD_RECV && c->res != -ECANCELED && c->res != -ENOBUFS &&
-		   !(c->res == -EINVAL && t->rx_capped);
+	 * once more per response.) */
+	int edge = op == RS_UD_RECV;
 	switch (op) {
 	case RS_UD_RECV:
 		recv_done(r, t, c);
@@ -1700,8 +1698,6 @@ int rs_tcp_shutdown(struct rs_tcp *t, int how)
 		}
 		e = rs_syscall(SYS_shutdown, t->fd, how);
 	}
-	if (e == -ENOTCONN)
-		rs_ep_sock_changed(t); /* the kernel wakes the waiters even so */
 	if (e < 0)
 		return (int)e;
 	if (how == SHUT_WR || how == SHUT_RDWR)
