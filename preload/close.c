@@ -37,8 +37,8 @@ RS_EXPORT int close(int fd)
 static void before_dup(struct rs_sock *s, int fd)
 {
 	if (rs_engine_sock(s)) {
-		rs_tcp_before_kernel(s, fd, RINGSOCK_PT_DUP);
-		rs_tcp_passthrough(s, RINGSOCK_PT_DUP);
+		rs_sock_before_kernel(s, fd, RINGSOCK_PT_DUP);
+		rs_sock_passthrough(s, RINGSOCK_PT_DUP);
 	}
 }
 

@@ -65,10 +65,10 @@ RS_EXPORT int shutdown(int fd, int how)
 {
 	struct rs_sock *s = rs_enter_fd(fd, RINGSOCK_FAM_CONN);
 	if (rs_engine_sock(s)) {
-		struct rs_tcp *t = rs_tcp_enter(s, fd, 0);
+		struct rs_esock *t = rs_esock_enter(s, fd, 0);
 		if (t) {
-			int r = rs_tcp_passive(t) ? (int)RS_PASS : rs_tcp_shutdown(t, how);
-			rs_tcp_unlock(t);
+			int r = rs_esock_passive(t) ? (int)RS_PASS : rs_tcp_shutdown(t, how);
+			rs_esock_unlock(t);
 			if (r != (int)RS_PASS)
 				return (int)rs_ret(r);
 		}

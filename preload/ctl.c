@@ -27,15 +27,15 @@ static int fcntl_common(int fd, int cmd, void *arg, int use64)
 	struct rs_sock *s = rs_enter_fd(fd, RINGSOCK_FAM_CTL);
 	if (rs_engine_sock(s)) {
 		if (cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC) {
-			rs_tcp_before_kernel(s, fd, RINGSOCK_PT_DUP);
-			rs_tcp_passthrough(s, RINGSOCK_PT_DUP);
+			rs_sock_before_kernel(s, fd, RINGSOCK_PT_DUP);
+			rs_sock_passthrough(s, RINGSOCK_PT_DUP);
 		} else if (cmd == F_SETFL && !((long)arg & O_NONBLOCK)) {
 			/* blocking mode: the kernel path serves it */
-			rs_tcp_before_kernel(s, fd, RINGSOCK_PT_OPTION);
+			rs_sock_before_kernel(s, fd, RINGSOCK_PT_OPTION);
 		} else if (cmd == F_SETOWN || cmd == F_SETSIG || cmd == F_SETOWN_EX ||
 			   (cmd == F_SETFL && ((long)arg & O_ASYNC))) {
-			rs_tcp_before_kernel(s, fd, RINGSOCK_PT_OPTION); /* SIGIO */
-			rs_tcp_passthrough(s, RINGSOCK_PT_OPTION);
+			rs_sock_before_kernel(s, fd, RINGSOCK_PT_OPTION); /* SIGIO */
+			rs_sock_passthrough(s, RINGSOCK_PT_OPTION);
 		}
 	}
 	int r;
@@ -81,35 +81,35 @@ RS_EXPORT int ioctl(int fd, RS_IOCTL_REQ req, ...)
 	struct rs_sock *s = rs_enter_fd(fd, RINGSOCK_FAM_CTL);
 	if (rs_engine_sock(s)) {
 		if (req == FIONREAD) {
-			struct rs_tcp *t = rs_tcp_enter(s, fd, 0);
+			struct rs_esock *t = rs_esock_enter(s, fd, 0);
 			if (t) {
 				int r = RS_PASS;
-				if (!rs_tcp_passive(t))
+				if (!rs_esock_passive(t))
 					r = rs_tcp_fionread(t, arg);
-				rs_tcp_unlock(t);
+				rs_esock_unlock(t);
 				if (r != RS_PASS)
 					return (int)rs_ret(r);
 			}
 		} else if (req == FIONBIO) {
 			if (arg && !*(int *)arg)
-				rs_tcp_before_kernel(s, fd, RINGSOCK_PT_OPTION);
+				rs_sock_before_kernel(s, fd, RINGSOCK_PT_OPTION);
 		} else if (req == SIOCATMARK) {
 			/* Bytes the engine holds come before any mark. */
-			rs_tcp_urgent(s, fd);
-			struct rs_tcp *t = rs_tcp_enter(s, fd, 0);
+			rs_sock_urgent(s, fd);
+			struct rs_esock *t = rs_esock_enter(s, fd, 0);
 			if (t) {
-				int held = !rs_tcp_passive(t) && rs_tcp_held(t) > 0;
-				rs_tcp_unlock(t);
+				int held = !rs_esock_passive(t) && rs_tcp_held(t) > 0;
+				rs_esock_unlock(t);
 				if (held && arg) {
 					*(int *)arg = 0;
 					return 0;
 				}
 			}
 		} else if (req == FIOASYNC) {
-			rs_tcp_before_kernel(s, fd, RINGSOCK_PT_OPTION);
-			rs_tcp_passthrough(s, RINGSOCK_PT_OPTION);
+			rs_sock_before_kernel(s, fd, RINGSOCK_PT_OPTION);
+			rs_sock_passthrough(s, RINGSOCK_PT_OPTION);
 		} else {
-			rs_tcp_before_kernel(s, fd, -1); /* SIOCOUTQ and friends see every byte */
+			rs_sock_before_kernel(s, fd, -1); /* SIOCOUTQ and friends see every byte */
 		}
 	}
 	int r = REAL(ioctl)(fd, req, arg);
@@ -124,10 +124,10 @@ RS_EXPORT int getsockopt(int fd, int level, int name, void *val, socklen_t *len)
 	if (rs_engine_sock(s) && level == SOL_SOCKET && name == SO_ERROR && val && len &&
 	    *len >= (socklen_t)sizeof(int)) {
 		/* An error the engine saw first is the socket's pending error. */
-		struct rs_tcp *t = rs_tcp_enter(s, fd, 0);
+		struct rs_esock *t = rs_esock_enter(s, fd, 0);
 		if (t) {
-			int e = rs_tcp_passive(t) ? 0 : rs_tcp_so_error(t);
-			rs_tcp_unlock(t);
+			int e = rs_esock_passive(t) ? 0 : rs_tcp_so_error(t);
+			rs_esock_unlock(t);
 			if (e) {
 				*(int *)val = e;
 				*len = sizeof(int);
@@ -166,12 +166,12 @@ RS_EXPORT int setsockopt(int fd, int level, int name, const void *val, socklen_t
 	struct rs_sock *s = rs_enter_fd(fd, RINGSOCK_FAM_CTL);
 	if (rs_engine_sock(s)) {
 		if (level == SOL_SOCKET && name == SO_OOBINLINE) {
-			rs_tcp_urgent(s, fd);
+			rs_sock_urgent(s, fd);
 		} else if (rx_option(level, name, val, len)) {
-			rs_tcp_before_kernel(s, fd, RINGSOCK_PT_OPTION);
-			rs_tcp_passthrough(s, RINGSOCK_PT_OPTION);
+			rs_sock_before_kernel(s, fd, RINGSOCK_PT_OPTION);
+			rs_sock_passthrough(s, RINGSOCK_PT_OPTION);
 		} else {
-			rs_tcp_before_kernel(s, fd, -1); /* TCP_CORK, NODELAY: after queued bytes */
+			rs_sock_before_kernel(s, fd, -1); /* TCP_CORK, NODELAY: after queued bytes */
 		}
 	}
 	int r = REAL(setsockopt)(fd, level, name, val, len);

@@ -40,7 +40,7 @@ RS_EXPORT int epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
 	if (rs_engine_on && rs_ready() && !rs_rt.passthrough) {
 		if (rs_unlikely(ev && (ev->events & EPOLLPRI) && rs_engine_sock(s) &&
 				(op == EPOLL_CTL_ADD || op == EPOLL_CTL_MOD))) {
-			rs_tcp_urgent(s, fd); /* urgent data asked about */
+			rs_sock_urgent(s, fd); /* urgent data asked about */
 		}
 		int r = rs_ep_ctl(epfd, op, fd, ev);
 		if (r != (int)RS_PASS)

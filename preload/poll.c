@@ -31,14 +31,14 @@ static int engine_on(void)
 }
 
 /* Asking for POLLPRI is asking about urgent data: those sockets leave
- * the engine first (rs_tcp_urgent). */
+ * the engine first (rs_sock_urgent). */
 static void urgent_interest(const struct pollfd *fds, nfds_t n)
 {
 	for (nfds_t i = 0; i < n; i++)
 		if (rs_unlikely(fds[i].events & POLLPRI)) {
 			struct rs_sock *s = rs_engine_sock(rs_fd_peek(fds[i].fd));
 			if (s)
-				rs_tcp_urgent(s, fds[i].fd);
+				rs_sock_urgent(s, fds[i].fd);
 		}
 }
 
@@ -90,8 +90,8 @@ static int select_engine(int nfds, fd_set *r, fd_set *w, fd_set *e, int timeout_
 		struct rs_sock *s = rs_fd_peek(fd);
 		if (ev & POLLPRI)
 			urgent_interest(&(struct pollfd){ .fd = fd, .events = POLLPRI }, 1);
-		struct rs_tcp *t = s ? atomic_load(&s->eng) : NULL;
-		engine |= t && !rs_tcp_passive(t);
+		struct rs_esock *t = s ? atomic_load(&s->eng) : NULL;
+		engine |= t && !rs_esock_passive(t);
 		pf[n].fd = fd;
 		pf[n].events = ev;
 		pf[n].revents = 0;

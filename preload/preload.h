@@ -111,8 +111,8 @@ static inline void rs_count_call(int ours, int fam)
 /* Is s served by a ring (armed), rather than by the kernel? */
 static inline int rs_engine_serves(struct rs_sock *s)
 {
-	struct rs_tcp *t = atomic_load_explicit(&s->eng, memory_order_acquire);
-	return t && RS_LOAD(t->mode) == RS_TM_ARMED;
+	struct rs_esock *t = atomic_load_explicit(&s->eng, memory_order_acquire);
+	return t && RS_LOAD(t->mode) == RS_ES_ARMED;
 }
 
 /* Common head of every fd trampoline: initialise if needed, count the call

@@ -16,8 +16,8 @@ static void passing_fds(const struct msghdr *msg)
 		for (size_t i = 0; i < n; i++) {
 			struct rs_sock *s = rs_fd_peek(fds[i]);
 			if (rs_engine_sock(s)) {
-				rs_tcp_before_kernel(s, fds[i], RINGSOCK_PT_DUP);
-				rs_tcp_passthrough(s, RINGSOCK_PT_DUP);
+				rs_sock_before_kernel(s, fds[i], RINGSOCK_PT_DUP);
+				rs_sock_passthrough(s, RINGSOCK_PT_DUP);
 			}
 		}
 	}
@@ -56,7 +56,7 @@ RS_EXPORT ssize_t sendto(int fd, const void *buf, size_t n, int flags, RS_CSA ad
 			struct iovec v = { (void *)buf, n };
 			r = rs_tcp_send_call(s, fd, &v, 1, flags);
 		} else {
-			rs_tcp_before_kernel(s, fd, -1);
+			rs_sock_before_kernel(s, fd, -1);
 		}
 		if (r != RS_PASS)
 			return rs_engine_ret(s, RS_C_BYTES_SENT, r);
@@ -76,7 +76,7 @@ RS_EXPORT ssize_t sendmsg(int fd, const struct msghdr *msg, int flags)
 		    msg->msg_iovlen <= IOV_MAX)
 			r = rs_tcp_send_call(s, fd, msg->msg_iov, (int)msg->msg_iovlen, flags);
 		else
-			rs_tcp_before_kernel(s, fd, -1);
+			rs_sock_before_kernel(s, fd, -1);
 		if (r != RS_PASS)
 			return rs_engine_ret(s, RS_C_BYTES_SENT, r);
 	}
@@ -100,7 +100,7 @@ RS_EXPORT int sendmmsg(int fd, struct mmsghdr *vec, unsigned int vlen, RS_MMSG_F
 	for (unsigned i = 0; vec && i < vlen; i++)
 		passing_fds(&vec[i].msg_hdr);
 	if (rs_engine_sock(s))
-		rs_tcp_before_kernel(s, fd, -1);
+		rs_sock_before_kernel(s, fd, -1);
 	int r = REAL(sendmmsg)(fd, vec, vlen, flags);
 	if (s && r > 0)
 		rs_count_bytes(s, RS_C_BYTES_SENT, mmsg_bytes(vec, r));
@@ -163,7 +163,7 @@ RS_EXPORT int recvmmsg(int fd, struct mmsghdr *vec, unsigned int vlen, RS_MMSG_F
 {
 	struct rs_sock *s = rs_enter_fd(fd, RINGSOCK_FAM_SENDRECV);
 	if (rs_engine_sock(s))
-		rs_tcp_before_kernel(s, fd, RINGSOCK_PT_OPTION);
+		rs_sock_before_kernel(s, fd, RINGSOCK_PT_OPTION);
 	int r = REAL(recvmmsg)(fd, vec, vlen, flags, tmo);
 	if (s && r > 0)
 		rs_count_bytes(s, RS_C_BYTES_RECEIVED, mmsg_bytes(vec, r));
@@ -174,7 +174,7 @@ RS_EXPORT ssize_t sendfile(int out_fd, int in_fd, off_t *off, size_t n)
 {
 	struct rs_sock *s = rs_enter_fd(out_fd, RINGSOCK_FAM_SENDRECV);
 	if (rs_engine_sock(s))
-		rs_tcp_before_kernel(s, out_fd, -1); /* queued bytes first */
+		rs_sock_before_kernel(s, out_fd, -1); /* queued bytes first */
 	ssize_t r = REAL(sendfile)(out_fd, in_fd, off, n);
 	rs_count_bytes(s, RS_C_BYTES_SENT, r);
 	return r;
@@ -185,7 +185,7 @@ RS_EXPORT ssize_t sendfile64(int out_fd, int in_fd, off64_t *off, size_t n)
 {
 	struct rs_sock *s = rs_enter_fd(out_fd, RINGSOCK_FAM_SENDRECV);
 	if (rs_engine_sock(s))
-		rs_tcp_before_kernel(s, out_fd, -1);
+		rs_sock_before_kernel(s, out_fd, -1);
 	ssize_t r = REAL(sendfile64)(out_fd, in_fd, off, n);
 	rs_count_bytes(s, RS_C_BYTES_SENT, r);
 	return r;
@@ -198,9 +198,9 @@ RS_EXPORT ssize_t splice(int fd_in, RS_OFF64 *off_in, int fd_out, RS_OFF64 *off_
 	struct rs_sock *in = rs_enter_fd(fd_in, RINGSOCK_FAM_SENDRECV);
 	struct rs_sock *out = rs_ready() && !rs_rt.passthrough ? rs_fd_peek(fd_out) : NULL;
 	if (rs_engine_sock(in))
-		rs_tcp_before_kernel(in, fd_in, RINGSOCK_PT_OPTION); /* held data first */
+		rs_sock_before_kernel(in, fd_in, RINGSOCK_PT_OPTION); /* held data first */
 	if (rs_engine_sock(out))
-		rs_tcp_before_kernel(out, fd_out, -1);
+		rs_sock_before_kernel(out, fd_out, -1);
 	ssize_t r = REAL(splice)(fd_in, off_in, fd_out, off_out, len, flags);
 	rs_count_bytes(in, RS_C_BYTES_RECEIVED, r);
 	rs_count_bytes(out, RS_C_BYTES_SENT, r);

@@ -74,18 +74,18 @@ static int ms_left(int64_t deadline)
  * signal.  The sleep submits what is queued (a request-response client
  * pays one system call per round) and does not hold the lock; which
  * signal handlers ran comes from sig.c.  Called locked, returns unlocked. */
-int rs_block_in_ring(struct rs_tcp *t, int64_t deadline, int partial)
+int rs_block_in_ring(struct rs_esock *e, int64_t deadline, int partial)
 {
-	struct rs_ring *r = t->owner;
+	struct rs_ring *r = e->owner;
 	rs_ring_wake_arm(r);
 	if (rs_ring_has_completions(r)) {
 		rs_ring_catch_up(r);
-		rs_tcp_unlock(t);
+		rs_esock_unlock(e);
 		return 0; /* something happened: look again */
 	}
 	int ms = ms_left(deadline);
 	if (ms == -2) {
-		rs_tcp_unlock(t);
+		rs_esock_unlock(e);
 		return -EAGAIN;
 	}
 	rs_sig_clear();

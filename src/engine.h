@@ -106,7 +106,7 @@ static inline void rs_mutex_unlock(pthread_mutex_t *m)
 }
 
 struct rs_ring;
-struct rs_tcp;
+struct rs_esock;
 struct rs_ep;
 
 /* Fault injection for the tests: a test library preloaded in front of
@@ -197,11 +197,14 @@ struct rs_ring {
 	int dead;               /* owner thread exited */
 	struct rs_bufring buf;
 	struct rs_frag_pool frag;
-	struct rs_tcp *owned;   /* sockets armed here (doubly linked) */
-	struct rs_tcp *txq;     /* sockets with sends to submit */
-	struct rs_tcp *rearm;   /* sockets whose multishot receive must restart */
-	struct rs_tcp *detach;  /* sockets other threads detached */
-	struct rs_tcp *draining; /* sockets with a drain job (drain_next) */
+	/* [lock] unless said; lists of struct rs_esock (sock.c), through
+	 * the rs_ring_* functions below: */
+	struct rs_esock *owned;  /* sockets armed here (doubly linked) */
+	struct rs_esock *txq;    /* sockets with sends to submit [lock; the owner
+				  * looks without it (RS_LOAD)] */
+	struct rs_esock *rearm;  /* sockets whose multishot receive must restart */
+	struct rs_esock *detach; /* sockets other threads detached [as txq] */
+	struct rs_esock *draining; /* sockets with a drain job (drain_next) */
 	const void *poll_key;   /* the epoll set polled by the ring (ep.c) */
 	uint64_t poll_ud;       /* its user_data while armed */
 	uint64_t poll_seq;
@@ -226,8 +229,9 @@ struct rs_ring {
  * the ring cannot be created (the reason is recorded once). */
 struct rs_ring *rs_ring_get(void);
 extern RS_TLS struct rs_ring *rs_ring_tls;
-extern int rs_engine_on;        /* the engine may arm sockets */
-void rs_engine_init(void);      /* from rs_runtime_init */
+/* Start (engine.c): thread_exit runs when a thread with a ring exits,
+ * watchdog on the drain thread once a ring exists. */
+int rs_ring_init(void (*thread_exit)(void *), void (*watchdog)(void));
 void rs_ring_lock(struct rs_ring *r);
 void rs_ring_unlock(struct rs_ring *r);
 struct io_uring_sqe *rs_ring_sqe(struct rs_ring *r); /* submits when full */
@@ -280,17 +284,30 @@ void rs_ring_submit(struct rs_ring *r);
 void rs_ring_wake_arm(struct rs_ring *r);
 /* Mask or unmask the ring's eventfd around engine code. */
 void rs_ring_evfd_quiet(struct rs_ring *r, int quiet);
-void rs_engine_thread_exit(void *ring);
-void rs_engine_before_fork(void);
-void rs_engine_after_fork_parent(void);
-void rs_engine_after_fork_child(void);
-void rs_engine_flush_all(void); /* exec and exit: queued sends reach the kernel */
-void rs_engine_before_spawn(void); /* vfork, posix_spawn: the same, and no read-ahead */
-/* The program can reach its sockets in a way the engine cannot see (it set
- * up an io_uring of its own): every armed socket leaves the engine, and
- * none is armed from now on; reason is a RINGSOCK_PT_* value. */
-void rs_engine_refuse_all(int reason);
-extern int rs_engine_refuse; /* 0, or why no socket is armed any more */
+/* The ring's work lists (lock held; each socket at most once on each). */
+void rs_ring_own(struct rs_ring *r, struct rs_esock *e);    /* armed here */
+void rs_ring_disown(struct rs_ring *r, struct rs_esock *e); /* off owned */
+void rs_ring_txq_add(struct rs_ring *r, struct rs_esock *e);   /* sends to submit */
+void rs_ring_rearm_add(struct rs_ring *r, struct rs_esock *e); /* receive to restart */
+void rs_ring_detach_add(struct rs_ring *r, struct rs_esock *e); /* a detach to finish */
+void rs_ring_draining_add(struct rs_ring *r, struct rs_esock *e); /* e->drain set */
+void rs_ring_draining_del(struct rs_ring *r, struct rs_esock *e); /* the job goes on alone */
+void rs_ring_forget(struct rs_ring *r, struct rs_esock *e); /* off every work list */
+/* The send list, emptied: the watchdog writes it out for a blocked owner. */
+struct rs_esock *rs_ring_txq_take(struct rs_ring *r);
+/* Wake r's owner (it may sleep in a wait with the ring's eventfd). */
+void rs_ring_kick(struct rs_ring *r);
+/* The process-wide list of rings (all_next), for the lifecycle code:
+ * rs_rings_lock() guards it and returns its head (rs_rings(): the head,
+ * the lock held already); rs_ring_lock_live(r) locks r if its owner
+ * thread is alive (1), else leaves it unlocked (0). */
+struct rs_ring *rs_rings_lock(void);
+struct rs_ring *rs_rings(void);
+void rs_rings_unlock(void);
+int rs_rings_trylock(void);
+int rs_ring_lock_live(struct rs_ring *r);
+void rs_ring_teardown(struct rs_ring *r);  /* thread exit: no socket left */
+void rs_rings_after_fork_child(void);      /* every ring is the parent's */
 
 /* user_data: pointer | op (low 3 bits). */
 enum { RS_UD_RECV = 1, RS_UD_SEND = 2, RS_UD_CANCEL = 3, RS_UD_DRAIN = 4 /* a drain job ended */,
@@ -334,8 +351,11 @@ int rs_sig_is_tramp(const void *h); /* the trampoline or the fatal catcher */
 /* The engine is on: a catcher stands in for every SIG_DFL whose default
  * ends the process, so queued sends go out first (see sig.c). */
 void rs_sig_guard_all(rs_sigaction_fn real);
-void rs_engine_die_flush(void); /* ring.c: the flush of a dying process */
-extern int rs_dying;             /* it runs: no memory is allocated or freed */
+/* A default action is about to end the process: fn (engine.c) sends what
+ * is queued first.  While it runs rs_dying is set: no memory is allocated
+ * or freed (the signal may have come in the middle of malloc). */
+void rs_sig_on_die(void (*fn)(void));
+extern int rs_dying; /* (proc.c) */
 void *rs_sig_user_handler(int sig);
 void rs_sig_clear(void);     /* before a wait */
 unsigned rs_sig_take(void);  /* after it: RS_SIG_* of handlers that ran */
@@ -347,226 +367,217 @@ int rs_sig_untracked_any(void);  /* a handler is installed not wrapped */
  * must the call end (1) or go on waiting (0)? */
 int rs_sig_interrupted(unsigned hits, int enter_eintr, int timed);
 
-/* ---- tcp.c -------------------------------------------------------------- */
-enum rs_tcp_mode {
-	RS_TM_ARMED,     /* served by the owner's ring */
-	RS_TM_DETACHING, /* detached, owner still has the receive armed */
-	RS_TM_DETACHED,  /* leftover receive data, then the kernel */
+/* ---- sock.c: the socket core -------------------------------------------------
+ *
+ * The engine's part of a socket, whatever its kind, is a struct rs_esock at
+ * the head of the kind's own struct (rs_tcp).  The ring, the epoll and poll
+ * layers and the lifecycle code know sockets only through it and through
+ * its kind's operations table; adding a kind adds files and a table.
+ *
+ * States (mode; one name each):
+ *
+ *   (none) --arm--> ARMED --another thread, dup, an option the engine
+ *                     |       emulates, fork, urgent data...--> DETACHING
+ *                     |                                            |
+ *                     |     the owner cancels its receive, sends what
+ *                     |     is queued; nothing left in flight      |
+ *                     v                                            v
+ *                  (close)                                     DETACHED
+ *                                                                  |
+ *                               what it held is read or reported   |
+ *                                                                  v
+ *                                                     passive (the kernel's)
+ *
+ *   Within ARMED, who reports the input is the kind's business (TCP: its
+ *   multishot receive, or the kernel for a bulk reader, a socket on
+ *   probation or one starved of buffers: kernel_input).  A socket never
+ *   armed, or passive, is served by the kernel alone (pass-through, with
+ *   the reason counted once).
+ *
+ * Locks ([x]: what guards a field): [ring] the owner ring's lock while
+ * owner is set; [mu] the socket's own mutex once it is not; [socks] the
+ * core's list lock; [set once] written before the socket is published.
+ * Fields marked "hint" are also read without the lock (RS_LOAD), by
+ * readiness code that checks again under it. */
+enum rs_esock_mode {
+	RS_ES_ARMED,     /* served by the owner's ring */
+	RS_ES_DETACHING, /* leaving: the owner still has operations in flight */
+	RS_ES_DETACHED,  /* what it held is served, then the kernel */
 };
 
-struct rs_rxseg { char *data; uint32_t len, off; int32_t bid; /* -1: heap, -2: RX cache */ };
-struct rs_txseg { char *data; uint32_t len; struct rs_chunk *chunk; };
+struct rs_kind_ops;
 
-/* Leftover receive data shared across fork (MAP_SHARED, process-shared). */
-struct rs_shared_rx {
-	atomic_int lock;
-	uint32_t len, off;
-	int err;                /* an error the engine took from the kernel
-				 * before the fork: the first process to ask
-				 * for it gets it (shared_err in tcp.c) */
-	char data[];
-};
-
-#define RS_TX_IOV 16
-#define RS_LINEAR 256
-
-/* What a socket needs once it sends: the sendmsg in flight and the
- * LINEAR_FIRST buffer. */
-struct rs_txstate {
-	struct iovec iov[RS_TX_IOV];
-	struct msghdr msg;
-	char linear[RS_LINEAR];
-};
-
-/* Laid out by size (pointers, the lock, 32-bit counts, flags) so that an
- * idle armed socket costs as little as possible: 10,000 of them are a
- * benchmark row.  Byte counts are 32-bit: each is bounded by a socket
- * buffer size (an int) times two. */
-struct rs_tcp {
-	struct rs_sock *sock;    /* the record (one reference held) */
-	struct rs_ring *owner;   /* NULL once detached and the receive is gone */
-	struct rs_tcp *prev, *next; /* owner->owned */
-	struct rs_tcp *all_prev, *all_next; /* every engine socket (fork) */
-	struct rs_tcp *txq_next;
-	struct rs_tcp *rearm_next;
-	struct rs_tcp *detach_next;
-	struct rs_rxseg *rx;      /* receive queue: circular array */
-	struct rs_txseg *tx;      /* send queue: circular array */
-	struct rs_shared_rx *leftover; /* after fork */
-	struct rs_drain_job *drain; /* the rest of a send the kernel could not
-				   * take: no new bytes until it is done */
-	struct rs_tcp *drain_next; /* owner->draining */
-	struct rs_txstate *txs;   /* allocated on the first send: idle sockets
-				   * do not carry it */
-	struct rs_chunk *txc;     /* TX_CACHE: the socket's own send chunk */
-	char *rxc;                /* RX_CACHE: the socket's own receive buffer */
-	struct rs_epreg *regs;    /* epoll registrations (ep.c) */
+struct rs_esock {
+	const struct rs_kind_ops *ops; /* its kind [set once] */
+	struct rs_sock *sock;    /* the record, one reference held [set once] */
+	struct rs_ring *owner;   /* [ring/mu, hint] NULL once detached and the
+				  * owner has nothing of it in flight */
+	struct rs_esock *prev, *next; /* owner->owned [ring] */
+	struct rs_esock *all_prev, *all_next; /* every engine socket [socks] */
+	/* the owner ring's work lists (ring.c) [ring]: */
+	struct rs_esock *txq_next;    /* sends to submit */
+	struct rs_esock *rearm_next;  /* a receive to start again */
+	struct rs_esock *detach_next; /* another thread detached it */
+	struct rs_esock *drain_next;  /* a drain job will end */
+	struct rs_drain_job *drain;   /* the rest of a send the kernel could not
+				       * take: no new bytes until it is done */
 	pthread_mutex_t mu;      /* guards the state once owner is NULL */
-	int fd;                  /* the one descriptor (dups detach) */
-	int mode;                /* enum rs_tcp_mode */
-	int rx_err;               /* error to report after queued data */
-	int tx_err;               /* asynchronous send error to report */
-	uint8_t tx_err_eof;       /* ...which came after the input's end */
-	uint32_t rx_cap, rx_head, rx_cnt;
-	uint32_t rx_bytes;        /* bytes queued */
-	uint32_t rx_limit;        /* bound on engine-held data */
-	uint32_t rx_bufs;         /* ring buffers held */
-	uint32_t ovf_head, ovf_tail; /* overflow chain after the queue array:
-				   * buffer id + 1 in ovf_ring's slots; 0: empty */
-	struct rs_ring *ovf_ring;
-	uint32_t leftover_map;
-	uint32_t tx_cap, tx_head, tx_cnt;
-	uint32_t tx_bytes;        /* accepted, not yet completed */
-	uint32_t tx_limit;
-	uint32_t inflight_segs;   /* segments covered by the send in flight */
-	uint32_t inflight_bytes;
-	uint32_t ops_inflight;    /* CQEs still expected (recv + send + cancel) */
-	uint8_t passive;          /* detached and drained: pure pass-through */
-	uint8_t on_txq, on_rearm, on_detach, on_draining;
-	uint8_t recv_armed;       /* a multishot receive is in flight */
-	uint8_t recv_cancel;      /* its cancel has been submitted */
-	uint8_t rx_stop;          /* never arm it again (closing) */
-	uint8_t throttled;        /* stopped pulling: over the per-socket bound */
-	uint8_t kfull;            /* the kernel's send buffer was full at the last
-				   * direct send: writability is the kernel's */
-	uint8_t rx_direct;        /* bulk reader: no multishot receive, reads go
-				   * straight to the kernel, which reports input */
-	uint8_t rx_starved;       /* its multishot receive ended for want of
-				   * buffers (another socket holds them): until
-				   * it is armed again, reads go to the kernel,
-				   * which reports its input */
-	uint8_t rx_capped;        /* the receive in flight carries a byte cap */
-	uint8_t tx_wait;          /* no drain job could take the rest: sends wait
-				   * in the ring for room (MSG_WAITALL) */
-	uint8_t rx_probation;     /* reads with data left before the multishot
-				   * receive is armed (RINGSOCK_ARM_AFTER) */
-	uint8_t send_inflight;    /* one send in flight at a time */
-	uint8_t closing;          /* fd closed; freed when nothing is in flight */
-	uint8_t rx_eof;
-	uint8_t shut_wr;          /* shutdown(SHUT_WR) done */
-	uint8_t shut_rd;
-	uint8_t epipe_pending;    /* the peer closed: next send gets EPIPE */
-	uint8_t k_hup;            /* the kernel reported ERR or HUP for it (a
-				   * reset the engine's receive may not see):
-				   * sends go to the kernel, which fails them */
-	uint8_t linear_used;
-	uint8_t sent;             /* a send has been made (the first goes to the
-				   * kernel: errors from before arming) */
-	uint8_t rxc_used;
+	int fd;                  /* the one descriptor (dups detach) [ring/mu] */
+	int mode;                /* enum rs_esock_mode [ring/mu, hint] */
+	uint8_t on_txq, on_rearm, on_detach, on_draining; /* list membership [ring] */
+	uint8_t passive;         /* detached and drained: the kernel's alone
+				  * [mu, hint; never cleared] */
+	uint8_t closing;         /* fd closed; freed when nothing is in flight */
+	uint8_t recv_armed;      /* a multishot receive is in flight [ring, hint] */
+	uint8_t kfull;           /* the kernel's send buffer was full at the
+				  * last direct send: writability is the
+				  * kernel's [hint: readiness code clears it
+				  * when the kernel reports room] */
+	uint8_t k_hup;           /* the kernel reported ERR or HUP for it (a
+				  * reset the engine's receive may not see):
+				  * sends go to the kernel [hint, set only] */
 };
 
-/* Does the kernel hold this socket's input and report it (reads go to
- * the kernel): a bulk reader, a new socket still on probation, or one
- * whose receive is waiting for buffers?  Other threads read it as a hint. */
-static inline int rs_tcp_kernel_input(struct rs_tcp *t)
-{
-	return RS_LOAD(t->rx_direct) || RS_LOAD(t->rx_starved);
-}
+/* A kind's operations.  The ring calls the first group with the owner's
+ * lock held; the lifecycle code (engine.c) and the core the rest. */
+struct rs_kind_ops {
+	const char *name;
+	/* arm s (fd) on this thread's ring, locked; NULL: the kernel's */
+	struct rs_esock *(*arm)(struct rs_sock *s, int fd);
+	/* ring side */
+	void (*complete)(struct rs_ring *r, struct rs_esock *e, int op, struct io_uring_cqe *c);
+	void (*submit_recv)(struct rs_ring *r, struct rs_esock *e); /* off the rearm list */
+	void (*submit_tx)(struct rs_ring *r, struct rs_esock *e);   /* off the send list */
+	void (*process_detach)(struct rs_ring *r, struct rs_esock *e); /* off the detach list */
+	void (*drain_ended)(struct rs_ring *r, struct rs_esock *e); /* its drain job is done */
+	/* the watchdog (not the owner, r locked): queued sends out now */
+	void (*flush_queued)(struct rs_ring *r, struct rs_esock *e);
+	/* lifecycle */
+	void (*ring_gone)(struct rs_ring *r, struct rs_esock *e); /* owner thread exits */
+	void (*spawn_prepare)(struct rs_esock *e); /* another process may read it */
+	void (*fork_prepare)(struct rs_esock *e);  /* all ring locks held */
+	void (*fork_child)(struct rs_esock *e);    /* in the child: ring gone */
+	int (*tx_pending)(struct rs_esock *e);     /* accepted sends not yet out */
+	size_t (*flush_direct)(struct rs_esock *e); /* write them with system calls */
+	void (*sync_tx)(struct rs_esock *e);       /* before a call the kernel makes */
+	int (*close)(struct rs_sock *s, int fd);   /* before the real close */
+	void (*destroy)(struct rs_esock *e);       /* free the kind's memory */
+	/* readiness (ep.c, wait.c) */
+	unsigned (*readiness)(struct rs_esock *e);  /* EPOLL* bits, locked */
+	unsigned (*held_events)(struct rs_esock *e); /* hint: EPOLLIN for input,
+						      * EPOLLERR for an error the
+						      * engine holds (detached) */
+	int (*kernel_input)(struct rs_esock *e);    /* hint: the kernel holds
+						      * its input and reports it */
+};
 
-/* Input the engine holds for t (a hint for readiness, read without its
- * lock): its receive queue, or the part of what it held at a fork that
- * neither process has read yet. */
-static inline int rs_tcp_has_input(struct rs_tcp *t)
-{
-	if (RS_LOAD(t->rx_bytes))
-		return 1;
-	struct rs_shared_rx *l = RS_LOAD(t->leftover);
-	return l && __atomic_load_n(&l->off, __ATOMIC_RELAXED) < __atomic_load_n(&l->len, __ATOMIC_RELAXED);
-}
-
-/* An error the engine took from the kernel (a reset its receive or send
- * met) and has not reported yet: the kernel no longer shows it. */
-static inline int rs_tcp_has_error(struct rs_tcp *t)
-{
-	struct rs_shared_rx *l = RS_LOAD(t->leftover);
-	return RS_LOAD(t->rx_err) || RS_LOAD(t->tx_err) || (l && __atomic_load_n(&l->err, __ATOMIC_RELAXED));
-}
-
-/* A poll or epoll answer from the kernel said ERR or HUP for t: the
- * program has seen the reset or the end, so its next send must fail as
- * the kernel's would rather than be queued. */
-static inline void rs_tcp_kernel_hup(struct rs_tcp *t, unsigned revents)
-{
-	if ((revents & (EPOLLERR | EPOLLHUP)) && !RS_LOAD(t->k_hup))
-		RS_STORE(t->k_hup, 1);
-}
+/* Kinds are registered at start (engine.c): one per socket type. */
+void rs_esock_kind(int type, const struct rs_kind_ops *ops);
+int rs_esock_kind_known(int type); /* a kind serves sockets of this type */
 
 /* The socket's engine state with its lock held (release with
- * rs_tcp_unlock), arming it on this thread's ring first if arm is set and
- * it can be; NULL: pass-through.  A socket owned by another thread is
+ * rs_esock_unlock), arming it on this thread's ring first if arm is set
+ * and it can be; NULL: pass-through.  A socket owned by another thread is
  * detached on the way. */
-struct rs_tcp *rs_tcp_enter(struct rs_sock *s, int fd, int arm);
+struct rs_esock *rs_esock_enter(struct rs_sock *s, int fd, int arm);
+/* The same, NULL too when the kernel serves it alone (passive). */
+struct rs_esock *rs_esock_enter_served(struct rs_sock *s, int fd);
+void rs_esock_unlock(struct rs_esock *e);
+/* The ring whose lock the last enter took (NULL: e's own mutex). */
+struct rs_ring *rs_esock_held_ring(void);
+static inline int rs_esock_passive(struct rs_esock *e)
+{
+	return __atomic_load_n(&e->passive, __ATOMIC_ACQUIRE);
+}
+/* The kernel reported revents for e: ERR or HUP is a reset or an end the
+ * program has seen, so its next send must fail as the kernel's would. */
+static inline void rs_esock_kernel_hup(struct rs_esock *e, unsigned revents)
+{
+	if ((revents & (EPOLLERR | EPOLLHUP)) && !RS_LOAD(e->k_hup))
+		RS_STORE(e->k_hup, 1);
+}
+int rs_esock_writable(struct rs_esock *e); /* its EPOLLOUT, locks e */
+/* A new engine socket (arm, e locked): on the list fork walks. */
+void rs_esock_register(struct rs_esock *e);
+/* Off that list, the kind's memory (destroy) and the record's reference
+ * released, e freed.  Not while the process is dying (no free()). */
+void rs_esock_free(struct rs_esock *e);
+/* Owner side: the socket leaves the engine for reason (counted), waits
+ * until nothing of it is in flight (this thread's ring) or hands it to its
+ * owner's (another thread's). */
+void rs_esock_detach_self(struct rs_esock *e, int reason);
+/* Another thread's ring (its lock held): its owner finishes the detach
+ * next time it runs (woken through its eventfd). */
+void rs_esock_detach_on(struct rs_ring *r, struct rs_esock *e);
+/* Every socket armed on r leaves the engine (r's lock held). */
+void rs_esock_leave_all(struct rs_ring *r, int reason);
+void rs_esock_fork_prepare_detached(void); /* socks lock held across fork */
+void rs_esock_fork_release_detached(int child);
 
-/* Whole calls for the preload layer: -errno, bytes, or RS_PASS when the
- * caller must make the ordinary call itself. */
-#define RS_PASS (-100000L)
-ssize_t rs_tcp_recv_call(struct rs_sock *s, int fd, const struct iovec *iov, int n, int flags);
-ssize_t rs_tcp_send_call(struct rs_sock *s, int fd, const struct iovec *iov, int n, int flags);
+/* The calls of the preload layer on a record: */
+/* Never arm s (not yet armed), and count why once. */
+void rs_sock_passthrough(struct rs_sock *s, int reason);
+void rs_sock_count_passthrough(struct rs_sock *s, int reason);
 /* Before a call that goes to the kernel on an engine socket (setsockopt,
  * ioctl, getsockopt, fcntl, shutdown, sendmsg with ancillary data...):
  * accepted bytes reach the kernel first; detach when the call changes
  * something the engine emulates (reason >= 0). */
-void rs_tcp_before_kernel(struct rs_sock *s, int fd, int detach_reason);
+void rs_sock_before_kernel(struct rs_sock *s, int fd, int detach_reason);
 /* The program asks about urgent data (MSG_OOB, SO_OOBINLINE, SIOCATMARK,
  * POLLPRI, EPOLLPRI, exceptfds): a receive of ours would read past the
  * urgent mark, which only the kernel keeps, so the socket leaves the
  * engine (passthrough urgent); what it holds is read first. */
-void rs_tcp_urgent(struct rs_sock *s, int fd);
-size_t rs_tcp_held(struct rs_tcp *t); /* received bytes the engine holds */
-void rs_tcp_sync_tx(struct rs_tcp *t);
-void rs_engine_fork_prepare_detached(void);
-void rs_engine_fork_release_detached(int child);
-void rs_tcp_unlock(struct rs_tcp *t);
+void rs_sock_urgent(struct rs_sock *s, int fd);
 
-/* The recv family: -errno or bytes.  flags are MSG_* flags. */
-ssize_t rs_tcp_recv(struct rs_tcp *t, const struct iovec *iov, int iovcnt, int flags);
-/* The send family; nosig: MSG_NOSIGNAL given. */
-ssize_t rs_tcp_send(struct rs_tcp *t, const struct iovec *iov, int iovcnt, int flags);
-int rs_tcp_close(struct rs_sock *s, int fd);    /* before the real close */
-int rs_tcp_shutdown(struct rs_tcp *t, int how);
-int rs_tcp_fionread(struct rs_tcp *t, int *out);
-int rs_tcp_so_error(struct rs_tcp *t);           /* pending error, 0 if none */
-void rs_tcp_detach_self(struct rs_tcp *t, int reason); /* owner-side, synchronous */
-void rs_tcp_passthrough(struct rs_sock *s, int reason); /* never arm it (not yet armed) */
-int rs_tcp_passive(struct rs_tcp *t);
-unsigned rs_tcp_readiness(struct rs_tcp *t);   /* EPOLL* bits */
-int rs_tcp_writable(struct rs_tcp *t);         /* its EPOLLOUT, locks t */
-/* Completion of an op for t (ring.c calls it, owner lock held). */
-void rs_tcp_complete(struct rs_ring *r, struct rs_tcp *t, int op, struct io_uring_cqe *cqe);
-void rs_tcp_submit_tx(struct rs_ring *r, struct rs_tcp *t);
-void rs_tcp_submit_recv(struct rs_ring *r, struct rs_tcp *t);
-void rs_tcp_process_detach(struct rs_ring *r, struct rs_tcp *t);
-void rs_tcp_ring_gone(struct rs_ring *r, struct rs_tcp *t); /* thread exit */
-void rs_tcp_drains_ended(struct rs_ring *r);   /* after an RS_UD_DRAIN */
-void rs_tcp_fork_prepare(struct rs_tcp *t);
-void rs_tcp_spawn_prepare(struct rs_tcp *t); /* another process may read it */
-void rs_tcp_leave_all(struct rs_ring *r, int reason);
-void rs_tcp_fork_child(struct rs_tcp *t);
-size_t rs_tcp_flush_direct(struct rs_tcp *t); /* write queued sends with syscalls */
-void rs_tcp_flush_queued(struct rs_ring *r);  /* r's send queue, nonblocking, not by its owner */
+/* Whole calls for the preload layer: -errno, bytes, or RS_PASS when the
+ * caller must make the ordinary call itself. */
+#define RS_PASS (-100000L)
 
-/* ---- ep.c --------------------------------------------------------------- */
+/* ---- tcp.c, tcp_recv.c, tcp_send.c: stream sockets (tcp_int.h inside) --- */
+extern const struct rs_kind_ops rs_tcp_ops;
+ssize_t rs_tcp_recv_call(struct rs_sock *s, int fd, const struct iovec *iov, int n, int flags);
+ssize_t rs_tcp_send_call(struct rs_sock *s, int fd, const struct iovec *iov, int n, int flags);
+int rs_tcp_shutdown(struct rs_esock *e, int how);
+int rs_tcp_fionread(struct rs_esock *e, int *out);
+int rs_tcp_so_error(struct rs_esock *e);   /* pending error, 0 if none */
+size_t rs_tcp_held(struct rs_esock *e);    /* received bytes the engine holds */
+
+/* ---- epreg.c: what the epoll sets know of engine sockets -------------------
+ * Called by the socket core and the kinds with the socket's lock held
+ * (epreg.c takes its own locks below it). */
 struct rs_epreg;
+void rs_ep_sock_changed(struct rs_esock *e);  /* readiness may have changed */
+void rs_ep_sock_armed(struct rs_esock *e);    /* registrations to engine mode */
+void rs_ep_sock_detached(struct rs_esock *e); /* ... and back to the kernel */
+void rs_ep_sock_rx_direct(struct rs_esock *e); /* who reports input changed */
+void rs_ep_sock_kfull(struct rs_esock *e);    /* output readiness from the kernel */
+void rs_ep_sock_gone(struct rs_esock *e);     /* its last fd is being closed */
+void rs_ep_forget_sock(struct rs_sock *s);    /* a record never armed is closed */
+int rs_ep_known(int epfd); /* has engine state */
+void rs_ep_close(int epfd);
+
+/* ---- ep.c: epoll_ctl and epoll_wait ------------------------------------------ */
 int rs_ep_ctl(int epfd, int op, int fd, struct epoll_event *ev);
 int rs_ep_wait(int epfd, struct epoll_event *evs, int max, int timeout_ms,
 	       const sigset_t *ss, const struct timespec *tmo);
-int rs_ep_known(int epfd); /* has engine state */
-void rs_ep_close(int epfd);
-void rs_ep_sock_changed(struct rs_tcp *t); /* readiness may have changed */
-void rs_ep_sock_armed(struct rs_tcp *t);   /* registrations to engine mode */
-void rs_ep_sock_detached(struct rs_tcp *t);
-void rs_ep_sock_rx_direct(struct rs_tcp *t); /* input readiness from the kernel */
-void rs_ep_sock_kfull(struct rs_tcp *t);   /* output readiness from the kernel */
-void rs_ep_sock_gone(struct rs_tcp *t);
 void rs_ep_demote_nested(int epfd);       /* epfd watched from outside */
-void rs_ep_forget_sock(struct rs_sock *s);
-void rs_engine_before_close(struct rs_sock *s, int fd);
 
 /* ---- wait.c -------------------------------------------------------------- */
 struct pollfd;
 int rs_wait_poll(struct pollfd *fds, unsigned long n, int timeout_ms, const struct timespec *tmo,
 		 const sigset_t *ss, int *handled);
 
-/* ---- counters (stats.c) -------------------------------------------------- */
+/* ---- engine.c: the engine's lifecycle ------------------------------------- */
+extern int rs_engine_on;        /* the engine may arm sockets */
+void rs_engine_init(void);      /* from rs_runtime_init */
+void rs_engine_flush_all(void); /* exec and exit: queued sends reach the kernel */
+void rs_engine_before_spawn(void); /* vfork, posix_spawn: the same, and no read-ahead */
+/* The program can reach its sockets in a way the engine cannot see (it set
+ * up an io_uring of its own): every armed socket leaves the engine, and
+ * none is armed from now on; reason is a RINGSOCK_PT_* value. */
+void rs_engine_refuse_all(int reason);
+extern int rs_engine_refuse; /* 0, or why no socket is armed any more */
+/* close() (and dup2 over, close_range) of fd, before the real call. */
+void rs_engine_before_close(struct rs_sock *s, int fd);
 
 #endif

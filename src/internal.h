@@ -98,11 +98,11 @@ struct rs_sock {
 	/* engine, blocking sockets (here: a blocking read ends unlocked) */
 	uint8_t tx_run;         /* sends since a read got data (at most 2) */
 	uint8_t pingpong;       /* one send between the last two reads */
-	_Atomic(struct rs_tcp *) eng; /* engine state (engine.h), NULL if none */
+	_Atomic(struct rs_esock *) eng; /* engine state (engine.h), NULL if none */
 	struct rs_epreg *regs;  /* its epoll registrations (ep.c) */
 };
 enum { RS_CONN_UNKNOWN, RS_CONN_UP, RS_CONN_LISTEN, RS_CONN_CONNECTING };
-struct rs_tcp;
+struct rs_esock;
 struct rs_epreg;
 /* Bumped at every fork (both processes see the new value): a socket born
  * in an earlier generation may be open in another process too. */
@@ -145,7 +145,7 @@ void rs_fdguard_release(int fd); /* the engine closes its own fd */
  * out of the way first.  Returns 0 or -errno. */
 int rs_fdguard_evict(int fd);
 
-/* ---- runtime.c: process state, init, policy ---------------------------- */
+/* ---- proc.c (the state) and runtime.c (init, policy, process hooks) ------ */
 enum rs_state { RS_ST_UNINIT, RS_ST_INITING, RS_ST_READY };
 struct rs_runtime {
 	atomic_int state;   /* enum rs_state */

@@ -22,66 +22,17 @@
 #include "engine.h"
 #include "sys.h"
 
-int rs_engine_on;
 RS_TLS struct rs_ring *rs_ring_tls;
 static RS_TLS int ring_failed;
 static pthread_key_t exit_key;
 static pthread_mutex_t all_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct rs_ring *all_rings;
-static void ring_watchdog(void);
+static void (*watchdog_fn)(void);
 
-static void atfork_prepare(void)
+int rs_ring_init(void (*thread_exit)(void *), void (*watchdog)(void))
 {
-	__atomic_add_fetch(&rs_fork_gen, 1, __ATOMIC_RELAXED);
-	rs_engine_before_fork();
-	rs_engine_fork_prepare_detached();
-	rs_drain_before_fork();
-	rs_stats_before_fork(); /* last: the drain thread may have been exiting */
-}
-
-static void atfork_parent(void)
-{
-	rs_stats_after_fork();
-	rs_drain_after_fork(0);
-	rs_engine_fork_release_detached(0);
-	rs_engine_after_fork_parent();
-}
-
-static void atfork_child(void)
-{
-	/* also for forks made inside libc (daemon()), which do not go
-	 * through our fork() */
-	rs_vfork_pending = 0;
-	rs_rt.pid = rs_sys_getpid();
-	rs_lock_depth = 0; /* the locks fork held are new ones in the child */
-	rs_stats_after_fork();
-	rs_drain_after_fork(1);
-	rs_engine_fork_release_detached(1);
-	rs_engine_after_fork_child();
-}
-
-void rs_engine_init(void)
-{
-	unsigned off = (unsigned)rs_rt.cfg.v[RS_K_FEATURES_DISABLE];
-	const unsigned needed = RS_FEAT_IO_URING | RS_FEAT_MSHOT_RECV | RS_FEAT_BUF_RING |
-				RS_FEAT_SINGLE_ISSUER | RS_FEAT_DEFER_TASKRUN;
-	if (off & needed) {
-		rs_rt.pt_reason = RINGSOCK_PT_NO_IO_URING;
-		rs_info("engine off: RINGSOCK_FEATURES_DISABLE removes a feature it needs");
-		return;
-	}
-	long setup = rs_rt.cfg.v[RS_K_SETUP];
-	if (setup == RS_SETUP_COOP || setup == RS_SETUP_PLAIN) {
-		rs_rt.pt_reason = RINGSOCK_PT_NO_IO_URING;
-		rs_info("engine off: RINGSOCK_SETUP=%s (the engine needs DEFER_TASKRUN)",
-			setup == RS_SETUP_COOP ? "coop" : "plain");
-		return;
-	}
-	if (pthread_key_create(&exit_key, rs_engine_thread_exit) != 0)
-		return;
-	if (pthread_atfork(atfork_prepare, atfork_parent, atfork_child) != 0)
-		return;
-	rs_engine_on = 1;
+	watchdog_fn = watchdog;
+	return pthread_key_create(&exit_key, thread_exit) == 0 ? 0 : -EAGAIN;
 }
 
 static void ring_note_failure(int e)
@@ -90,6 +41,8 @@ static void ring_note_failure(int e)
 	if (!atomic_exchange(&said, 1))
 		rs_info("engine off for this thread: io_uring ring setup failed: %s", strerror(-e));
 }
+
+static void drains_ended(struct rs_ring *r);
 
 static int ring_create(struct rs_ring *r)
 {
@@ -199,7 +152,7 @@ struct rs_ring *rs_ring_get(void)
 	rs_ring_tls = r;
 	pthread_setspecific(exit_key, r);
 	rs_stat_add(RS_C_RINGS, 1);
-	rs_drain_watch(ring_watchdog); /* it runs from now on */
+	rs_drain_watch(watchdog_fn); /* it runs from now on */
 	return r;
 }
 
@@ -264,8 +217,10 @@ int rs_ring_reap(struct rs_ring *r)
 				uint64_t v;
 				r->wake_armed = 0;
 				rs_syscall(SYS_read, r->evfd, &v, sizeof(v));
-			} else if (p)
-				rs_tcp_complete(r, p, op, c);
+			} else if (p) {
+				struct rs_esock *e = p;
+				e->ops->complete(r, e, op, c);
+			}
 			else if (op == RS_UD_DRAIN)
 				r->drain_ended = 1;
 		}
@@ -274,7 +229,7 @@ int rs_ring_reap(struct rs_ring *r)
 	}
 	if (r->drain_ended) {
 		r->drain_ended = 0;
-		rs_tcp_drains_ended(r);
+		drains_ended(r);
 	}
 	return total;
 }
@@ -318,28 +273,28 @@ static void ring_prepare(struct rs_ring *r)
 {
 	r->prepare_seq++;
 	while (r->detach) {
-		struct rs_tcp *t = r->detach;
-		r->detach = t->detach_next;
-		t->on_detach = 0;
-		rs_tcp_process_detach(r, t);
+		struct rs_esock *e = r->detach;
+		r->detach = e->detach_next;
+		e->on_detach = 0;
+		e->ops->process_detach(r, e);
 	}
 	while (r->txq) {
-		struct rs_tcp *t = r->txq;
-		r->txq = t->txq_next;
-		t->on_txq = 0;
-		rs_tcp_submit_tx(r, t);
+		struct rs_esock *e = r->txq;
+		r->txq = e->txq_next;
+		e->on_txq = 0;
+		e->ops->submit_tx(r, e);
 	}
 	/* One at a time from the list (a full SQ submits and reaps, and a
 	 * completion may free a socket or queue it again), only while the
 	 * buffer ring has buffers, and each socket at most once per round. */
 	unsigned todo = 0;
-	for (struct rs_tcp *t = r->rearm; t; t = t->rearm_next)
+	for (struct rs_esock *e = r->rearm; e; e = e->rearm_next)
 		todo++;
 	while (r->rearm && todo-- && r->buf.held < r->buf.count) {
-		struct rs_tcp *t = r->rearm;
-		r->rearm = t->rearm_next;
-		t->on_rearm = 0;
-		rs_tcp_submit_recv(r, t);
+		struct rs_esock *e = r->rearm;
+		r->rearm = e->rearm_next;
+		e->on_rearm = 0;
+		e->ops->submit_recv(r, e);
 	}
 	rs_buf_flush(r);
 	r->nr_tx_sqes = 0;
@@ -530,16 +485,176 @@ void rs_ring_evfd_quiet(struct rs_ring *r, int quiet)
 		atomic_thread_fence(memory_order_seq_cst);
 }
 
-/* The thread is exiting: hand every socket over to pass-through and free
- * the ring.  Sends already accepted still go out (we wait for them). */
-void rs_engine_thread_exit(void *arg)
+/* ---- the work lists ---------------------------------------------------------- */
+
+void rs_ring_own(struct rs_ring *r, struct rs_esock *e)
 {
-	struct rs_ring *r = arg;
-	if (!r || r != rs_ring_tls)
+	e->prev = NULL;
+	e->next = r->owned;
+	if (r->owned)
+		r->owned->prev = e;
+	r->owned = e;
+}
+
+void rs_ring_disown(struct rs_ring *r, struct rs_esock *e)
+{
+	if (e->prev)
+		e->prev->next = e->next;
+	else if (r->owned == e)
+		r->owned = e->next;
+	if (e->next)
+		e->next->prev = e->prev;
+	e->prev = e->next = NULL;
+}
+
+void rs_ring_txq_add(struct rs_ring *r, struct rs_esock *e)
+{
+	if (e->on_txq)
 		return;
+	e->on_txq = 1;
+	e->txq_next = r->txq;
+	RS_STORE(r->txq, e); /* (the owner looks without the lock) */
+}
+
+void rs_ring_rearm_add(struct rs_ring *r, struct rs_esock *e)
+{
+	if (e->on_rearm)
+		return;
+	e->on_rearm = 1;
+	e->rearm_next = r->rearm;
+	r->rearm = e;
+}
+
+void rs_ring_detach_add(struct rs_ring *r, struct rs_esock *e)
+{
+	if (e->on_detach)
+		return;
+	e->on_detach = 1;
+	e->detach_next = r->detach;
+	RS_STORE(r->detach, e); /* (the owner looks without the lock) */
+}
+
+void rs_ring_draining_add(struct rs_ring *r, struct rs_esock *e)
+{
+	if (e->on_draining)
+		return;
+	e->on_draining = 1;
+	e->drain_next = r->draining;
+	r->draining = e;
+}
+
+/* Unlink e from the list at *head threaded through the link at offset off. */
+static void list_del(struct rs_esock **head, struct rs_esock *e, size_t off)
+{
+	for (struct rs_esock **pp = head; *pp; pp = (struct rs_esock **)((char *)*pp + off))
+		if (*pp == e) {
+			*pp = *(struct rs_esock **)((char *)e + off);
+			return;
+		}
+}
+
+void rs_ring_draining_del(struct rs_ring *r, struct rs_esock *e)
+{
+	if (!e->on_draining)
+		return;
+	list_del(&r->draining, e, offsetof(struct rs_esock, drain_next));
+	e->on_draining = 0;
+	rs_drain_unnotify(e->drain);
+}
+
+void rs_ring_forget(struct rs_ring *r, struct rs_esock *e)
+{
+	if (e->on_txq) {
+		list_del(&r->txq, e, offsetof(struct rs_esock, txq_next));
+		e->on_txq = 0;
+	}
+	if (e->on_rearm) {
+		list_del(&r->rearm, e, offsetof(struct rs_esock, rearm_next));
+		e->on_rearm = 0;
+	}
+	if (e->on_detach) {
+		list_del(&r->detach, e, offsetof(struct rs_esock, detach_next));
+		e->on_detach = 0;
+	}
+	rs_ring_draining_del(r, e);
+}
+
+struct rs_esock *rs_ring_txq_take(struct rs_ring *r)
+{
+	struct rs_esock *list = r->txq;
+	RS_STORE(r->txq, NULL); /* (the owner looks without the lock) */
+	for (struct rs_esock *e = list; e; e = e->txq_next)
+		e->on_txq = 0;
+	r->nr_tx_sqes = 0;
+	return list;
+}
+
+/* A drain job has ended (an RS_UD_DRAIN completion): its socket hears of it. */
+static void drains_ended(struct rs_ring *r)
+{
+	struct rs_esock **pp = &r->draining;
+	while (*pp) {
+		struct rs_esock *e = *pp;
+		if (!rs_drain_done(e->drain)) {
+			pp = &e->drain_next;
+			continue;
+		}
+		*pp = e->drain_next;
+		e->on_draining = 0;
+		e->ops->drain_ended(r, e); /* (may free e) */
+	}
+}
+
+void rs_ring_kick(struct rs_ring *r)
+{
+	uint64_t one = 1;
+	rs_sys_write(r->evfd, &one, sizeof(one));
+}
+
+/* ---- the list of rings ----------------------------------------------------- */
+
+struct rs_ring *rs_rings_lock(void)
+{
+	rs_mutex_lock(&all_lock);
+	return all_rings;
+}
+
+struct rs_ring *rs_rings(void)
+{
+	return all_rings;
+}
+
+int rs_rings_trylock(void)
+{
+	return rs_mutex_trylock(&all_lock);
+}
+
+void rs_rings_unlock(void)
+{
+	rs_mutex_unlock(&all_lock);
+}
+
+/* Lock r if its owner thread is alive (all_lock held).  Whether it is
+ * alive is read under r's lock: a thread that exits tears its ring down
+ * with the lock held and marks it dead last, so a ring seen alive before
+ * the lock is taken may be gone once it is (rs_ring_teardown).  A dead
+ * record cannot come back to life meanwhile: claiming one takes all_lock. */
+int rs_ring_lock_live(struct rs_ring *r)
+{
+	if (__atomic_load_n(&r->dead, __ATOMIC_ACQUIRE))
+		return 0;
 	rs_ring_lock(r);
-	while (r->owned)
-		rs_tcp_ring_gone(r, r->owned);
+	if (__atomic_load_n(&r->dead, __ATOMIC_ACQUIRE)) {
+		rs_ring_unlock(r);
+		return 0;
+	}
+	return 1;
+}
+
+/* The owner thread exits and has no socket left (its lock held): free the
+ * ring; the record stays for the next thread. */
+void rs_ring_teardown(struct rs_ring *r)
+{
 	rs_frag_pool_destroy(&r->frag);
 	rs_bufring_destroy(r);
 	/* The fd is closed once, here: io_uring_queue_exit would close the
@@ -553,100 +668,20 @@ void rs_engine_thread_exit(void *arg)
 	/* last: from here another thread may claim the record (under
 	 * all_lock, not this lock) */
 	__atomic_store_n(&r->dead, 1, __ATOMIC_RELEASE);
-	rs_ring_unlock(r);
 }
 
-/* The drain thread calls this every RS_WATCH_MS.  A ring whose owner left
- * sends queued and has not run engine code since the last look is blocked
- * where the library cannot see (a condition variable, a sleep, a call it
- * does not interpose): its queued sends are written out for it, so a peer
- * waiting for them is never left waiting on that thread. */
-static void ring_watchdog(void)
+/* In a fork child (every socket already given up by its kind): the rings'
+ * memory was not inherited; forget it, close their fds, and make every
+ * lock new. */
+void rs_rings_after_fork_child(void)
 {
-	/* never waits: fork holds these while it waits for the drain thread */
-	if (rs_mutex_trylock(&all_lock) != 0)
-		return;
-	for (struct rs_ring *r = all_rings; r; r = r->all_next) {
-		if (rs_mutex_trylock(&r->lock) != 0)
-			continue; /* its owner is running engine code */
-		if (!__atomic_load_n(&r->dead, __ATOMIC_ACQUIRE) && r->txq &&
-		    r->prepare_seq == r->watch_seq) {
-			rs_ring_reap(r);
-			rs_tcp_flush_queued(r);
-		}
-		r->watch_seq = r->prepare_seq;
-		rs_ring_unlock(r);
-	}
-	rs_mutex_unlock(&all_lock);
-}
-
-/* ---- fork, exec, exit ---------------------------------------------------- */
-
-/* Lock r if its owner thread is alive (all_lock held).  Whether it is
- * alive is read under r's lock: a thread that exits tears its ring down
- * with the lock held and marks it dead last, so a ring seen alive before
- * the lock is taken may be gone once it is (rs_engine_thread_exit).  A
- * dead record cannot come back to life meanwhile: claiming one takes
- * all_lock. */
-static int lock_live(struct rs_ring *r)
-{
-	if (__atomic_load_n(&r->dead, __ATOMIC_ACQUIRE))
-		return 0;
-	rs_ring_lock(r);
-	if (__atomic_load_n(&r->dead, __ATOMIC_ACQUIRE)) {
-		rs_ring_unlock(r);
-		return 0;
-	}
-	return 1;
-}
-
-void rs_engine_before_fork(void)
-{
-	if (!rs_engine_on)
-		return;
-	struct rs_ring *mine = rs_ring_tls;
-	rs_mutex_lock(&all_lock);
-	for (struct rs_ring *r = all_rings; r; r = r->all_next) {
-		/* Every ring's lock, a dead one's too: the child re-creates them
-		 * all, and none may be in the middle of an unlock (an exiting
-		 * thread releases its ring's after marking it dead). */
-		rs_ring_lock(r);
-		if (__atomic_load_n(&r->dead, __ATOMIC_ACQUIRE))
-			continue;
-		if (r == mine)
-			rs_ring_progress(r);
-		else
-			rs_ring_reap(r);
-		for (struct rs_tcp *t = r->owned; t; t = t->next)
-			rs_tcp_fork_prepare(t);
-	}
-	/* The locks stay held across fork(): the child must not inherit a
-	 * ring in the middle of an operation. */
-}
-
-void rs_engine_after_fork_parent(void)
-{
-	if (!rs_engine_on)
-		return;
-	for (struct rs_ring *r = all_rings; r; r = r->all_next)
-		rs_ring_unlock(r);
-	rs_mutex_unlock(&all_lock);
-}
-
-void rs_engine_after_fork_child(void)
-{
-	if (!rs_engine_on)
-		return;
 	pthread_mutex_init(&all_lock, NULL);
 	for (struct rs_ring *r = all_rings; r; r = r->all_next) {
 		if (r->dead) {
 			pthread_mutex_init(&r->lock, NULL);
 			continue;
 		}
-		/* The ring's memory was not inherited: forget it, close its fds. */
-		while (r->owned)
-			rs_tcp_fork_child(r->owned);
-		r->txq = r->rearm = r->detach = NULL;
+		r->txq = r->rearm = r->detach = r->draining = NULL;
 		rs_fdguard_release(r->ring.ring_fd);
 		rs_fdguard_release(r->evfd);
 		r->frag.cur = NULL;
@@ -656,92 +691,4 @@ void rs_engine_after_fork_child(void)
 	}
 	rs_ring_tls = NULL;
 	ring_failed = 0;
-}
-
-static int tx_idle(void *arg)
-{
-	struct rs_ring *r = arg;
-	for (struct rs_tcp *t = r->owned; t; t = t->next)
-		if (t->tx_cnt || t->send_inflight)
-			return 0;
-	return !r->txq;
-}
-
-/* Every ring's queued sends reach the kernel (or the drain thread); with
- * spawn, no receive of any ring reads ahead from now on.  Then what the
- * drain thread has: a peer that stopped reading gets 10 s in all. */
-static void flush_rings(const char *why, int spawn)
-{
-	struct rs_ring *mine = rs_ring_tls;
-	rs_mutex_lock(&all_lock);
-	for (struct rs_ring *r = all_rings; r; r = r->all_next) {
-		if (!lock_live(r))
-			continue;
-		if (spawn)
-			for (struct rs_tcp *t = r->owned; t; t = t->next)
-				rs_tcp_spawn_prepare(t);
-		if (r == mine) {
-			if (rs_ring_wait(r, tx_idle, r, 10000) == -ETIME)
-				rs_warn("%s: sends to a peer that is not reading were still queued after 10 s", why);
-		} else {
-			rs_ring_reap(r);
-			for (struct rs_tcp *t = r->owned; t; t = t->next)
-				rs_tcp_flush_direct(t);
-		}
-		rs_ring_unlock(r);
-	}
-	rs_mutex_unlock(&all_lock);
-	if (rs_drain_wait_all(10000) < 0)
-		rs_warn("%s: sends to a peer that is not reading were still draining after 10 s", why);
-}
-
-void rs_engine_flush_all(void)
-{
-	if (!rs_engine_on)
-		return;
-	/* Accepted data reaches the kernel before the process image goes. */
-	flush_rings("exit", 0);
-	rs_drain_stop(); /* idle now: nothing runs beside the exit handlers */
-}
-
-int rs_engine_refuse;
-
-void rs_engine_refuse_all(int reason)
-{
-	if (!rs_engine_on)
-		return;
-	int expect = 0;
-	if (!__atomic_compare_exchange_n(&rs_engine_refuse, &expect, reason, 0, __ATOMIC_ACQ_REL,
-					 __ATOMIC_ACQUIRE))
-		return; /* done once */
-	rs_info("the program set up an io_uring of its own: its sockets leave the engine");
-	rs_mutex_lock(&all_lock);
-	for (struct rs_ring *r = all_rings; r; r = r->all_next) {
-		if (!lock_live(r))
-			continue;
-		rs_tcp_leave_all(r, reason);
-		rs_ring_unlock(r);
-	}
-	rs_mutex_unlock(&all_lock);
-}
-
-int rs_dying;
-
-/* A signal's default action is about to end the process (sig.c): what is
- * queued reaches the kernel first, as at exit.  Nothing may allocate or
- * free memory from here (the signal may have come in the middle of
- * malloc): received data is dropped, sends wait in the ring instead of
- * going to a new drain job, and memory is left for the exit to reclaim. */
-void rs_engine_die_flush(void)
-{
-	if (!rs_engine_on || !rs_ready())
-		return;
-	__atomic_store_n(&rs_dying, 1, __ATOMIC_RELEASE);
-	flush_rings("fatal signal", 0);
-}
-
-void rs_engine_before_spawn(void)
-{
-	if (rs_engine_on)
-		flush_rings("spawn", 1);
 }

@@ -1,4 +1,5 @@
-/* runtime.c - process-wide state: configuration, policy, lifecycle hooks.
+/* runtime.c - start (configuration, policy) and the process hooks of the
+ * preload layer around fork, exec and exit; the state is in proc.c.
  *
  * The preload layer calls rs_runtime_init() once the next libc symbols are
  * resolved, and the hooks below around fork, exec and exit.
@@ -10,13 +11,6 @@
 #include "engine.h"
 #include "internal.h"
 #include "sys.h"
-
-struct rs_runtime rs_rt;
-
-__attribute__((visibility("default"))) const char *ringsock_version(void)
-{
-	return RS_VERSION_STRING;
-}
 
 static void diag_to_log(void *ctx, const char *msg)
 {
@@ -116,17 +110,6 @@ void rs_runtime_atfork_child(void)
 	rs_rt.pid = rs_sys_getpid();
 	rs_stats_atfork_child();
 	rs_stats_setup_child();
-}
-
-RS_TLS int rs_vfork_pending;
-
-int rs_vfork_child_slow(void)
-{
-	if (rs_sys_getpid() != rs_rt.pid)
-		return 1;
-	/* The parent, after the child exec'd or exited. */
-	rs_vfork_pending = 0;
-	return 0;
 }
 
 void rs_runtime_before_spawn(int vfork)

@@ -40,6 +40,12 @@ static RS_TLS volatile unsigned hits;
 static int guarding; /* catchers are installed (the engine is on) */
 RS_TLS int rs_lock_depth;
 RS_TLS int rs_fatal_pending;
+static void (*die_flush)(void); /* engine.c's, once the engine is on */
+
+void rs_sig_on_die(void (*fn)(void))
+{
+	__atomic_store_n(&die_flush, fn, __ATOMIC_RELEASE);
+}
 
 static void tramp(int sig, siginfo_t *si, void *uc)
 {
@@ -108,8 +114,9 @@ static void die_by(int sig)
 
 static void fatal(int sig)
 {
-	if (!rs_in_vfork_child())
-		rs_engine_die_flush();
+	void (*flush)(void) = __atomic_load_n(&die_flush, __ATOMIC_ACQUIRE);
+	if (!rs_in_vfork_child() && flush)
+		flush();
 	die_by(sig);
 }
 

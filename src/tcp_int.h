@@ -1,12 +1,123 @@
-/* tcp_int.h - shared by the stream-socket files (tcp.c, tcpq.c, block.c):
- * the socket's queues and the blocking-call machinery.  Every function runs with the socket's lock held
- * (rs_tcp_enter). */
+/* tcp_int.h - inside the stream-socket files: the TCP socket (struct
+ * rs_tcp), the calls between tcp.c (policy: arming, completions,
+ * readiness, shutdown, close, detaching, fork), tcp_recv.c (the receive
+ * path), tcp_send.c (the send path), tcpq.c (the queues and the errors
+ * kept with them) and block.c (blocking calls).  Layers: tcp.c calls
+ * tcp_recv.c and tcp_send.c, which call tcpq.c and block.c; never back up.
+ * Every function here runs with the socket's lock held (rs_esock_enter). */
 #ifndef RS_TCP_INT_H
 #define RS_TCP_INT_H
 
 #include <sys/uio.h>
 
 #include "engine.h"
+
+struct rs_rxseg { char *data; uint32_t len, off; int32_t bid; /* -1: heap, -2: RX cache */ };
+struct rs_txseg { char *data; uint32_t len; struct rs_chunk *chunk; };
+
+/* Leftover receive data shared across fork (MAP_SHARED, process-shared). */
+struct rs_shared_rx {
+	atomic_int lock;
+	uint32_t len, off;
+	int err;                /* an error the engine took from the kernel
+				 * before the fork: the first process to ask
+				 * for it gets it (rs_rxq_shared_err) */
+	char data[];
+};
+
+#define RS_TX_IOV 16
+#define RS_LINEAR 256
+
+/* What a socket needs once it sends: the sendmsg in flight and the
+ * LINEAR_FIRST buffer. */
+struct rs_txstate {
+	struct iovec iov[RS_TX_IOV];
+	struct msghdr msg;
+	char linear[RS_LINEAR];
+};
+
+/* A TCP socket on the engine.  Every field is guarded like the core's
+ * [ring/mu] (the owner ring's lock, or the socket's mutex once detached);
+ * "hint" fields are also read without it.  Laid out by size (pointers,
+ * 32-bit counts, flags) so that an idle armed socket costs as little as
+ * possible: 10,000 of them are a benchmark row.  Byte counts are 32-bit:
+ * each is bounded by a socket buffer size (an int) times two. */
+struct rs_tcp {
+	struct rs_esock e;        /* first: the core's part */
+	struct rs_rxseg *rx;      /* receive queue: circular array */
+	struct rs_txseg *tx;      /* send queue: circular array */
+	struct rs_shared_rx *leftover; /* after fork [hint] */
+	struct rs_txstate *txs;   /* allocated on the first send: idle sockets
+				   * do not carry it */
+	struct rs_chunk *txc;     /* TX_CACHE: the socket's own send chunk */
+	char *rxc;                /* RX_CACHE: the socket's own receive buffer */
+	struct rs_ring *ovf_ring; /* the ring whose overflow slots it uses */
+	int rx_err;               /* error to report after queued data [hint] */
+	int tx_err;               /* asynchronous send error to report [hint] */
+	uint32_t rx_cap, rx_head, rx_cnt;
+	uint32_t rx_bytes;        /* bytes queued [hint] */
+	uint32_t rx_limit;        /* bound on engine-held data */
+	uint32_t rx_bufs;         /* ring buffers held */
+	uint32_t ovf_head, ovf_tail; /* overflow chain after the queue array:
+				   * buffer id + 1 in ovf_ring's slots; 0: empty */
+	uint32_t leftover_map;
+	uint32_t tx_cap, tx_head, tx_cnt;
+	uint32_t tx_bytes;        /* accepted, not yet completed */
+	uint32_t tx_limit;
+	uint32_t inflight_segs;   /* segments covered by the send in flight */
+	uint32_t inflight_bytes;
+	uint32_t ops_inflight;    /* CQEs still expected (recv + send + cancel) */
+	uint8_t tx_err_eof;       /* tx_err came after the input's end */
+	uint8_t recv_cancel;      /* the receive's cancel has been submitted */
+	uint8_t rx_stop;          /* never arm it again (closing) */
+	uint8_t throttled;        /* stopped pulling: over the per-socket bound */
+	uint8_t rx_direct;        /* bulk reader: no multishot receive, reads go
+				   * straight to the kernel, which reports input
+				   * [hint] */
+	uint8_t rx_starved;       /* its multishot receive ended for want of
+				   * buffers (another socket holds them): until
+				   * it is armed again, reads go to the kernel,
+				   * which reports its input [hint] */
+	uint8_t rx_capped;        /* the receive in flight carries a byte cap */
+	uint8_t tx_wait;          /* no drain job could take the rest: sends wait
+				   * in the ring for room (MSG_WAITALL) */
+	uint8_t rx_probation;     /* reads with data left before the multishot
+				   * receive is armed (RINGSOCK_ARM_AFTER) */
+	uint8_t send_inflight;    /* one send in flight at a time */
+	uint8_t rx_eof;
+	uint8_t shut_wr;          /* shutdown(SHUT_WR) done */
+	uint8_t shut_rd;
+	uint8_t epipe_pending;    /* the peer closed: next send gets EPIPE */
+	uint8_t linear_used;
+	uint8_t sent;             /* a send has been made (the first goes to the
+				   * kernel: errors from before arming) */
+	uint8_t rxc_used;
+};
+
+static inline struct rs_tcp *rs_tcp_of(struct rs_esock *e)
+{
+	return (struct rs_tcp *)e;
+}
+
+/* ---- tcp_recv.c: the receive path ------------------------------------------ */
+void rs_tcp_submit_recv(struct rs_ring *r, struct rs_tcp *t);
+void rs_tcp_cancel_recv(struct rs_ring *r, struct rs_tcp *t);
+/* From now on the kernel reports the socket's input and reads go to it. */
+void rs_tcp_go_direct(struct rs_ring *r, struct rs_tcp *t);
+void rs_tcp_recv_done(struct rs_ring *r, struct rs_tcp *t, struct io_uring_cqe *c);
+/* The recv family: -errno or bytes.  flags are MSG_* flags. */
+ssize_t rs_tcp_recv(struct rs_tcp *t, const struct iovec *iov, int iovcnt, int flags);
+
+/* ---- tcp_send.c: the send path ---------------------------------------------- */
+void rs_tcp_submit_tx(struct rs_ring *r, struct rs_tcp *t);
+void rs_tcp_send_done(struct rs_ring *r, struct rs_tcp *t, struct io_uring_cqe *c);
+ssize_t rs_tcp_send(struct rs_tcp *t, const struct iovec *iov, int iovcnt, int flags);
+size_t rs_tcp_flush_direct(struct rs_tcp *t); /* write queued sends with syscalls */
+void rs_tcp_flush_queued(struct rs_ring *r, struct rs_tcp *t); /* the watchdog's */
+void rs_tcp_drain_end(struct rs_tcp *t);     /* its drain job is done */
+void rs_tcp_tx_submit_now(struct rs_tcp *t); /* queued bytes to the kernel */
+void rs_tcp_sync_tx(struct rs_tcp *t);       /* ... and a drain's too */
+int rs_tcp_tx_idle(void *t);                 /* nothing queued nor in flight */
 
 /* ---- tcpq.c: the receive and send queues ---------------------------------- */
 /* Room for one more segment at the end of the queue array (-ENOMEM). */
@@ -42,6 +153,13 @@ static inline struct rs_txseg *rs_txq_at(struct rs_tcp *t, uint32_t i)
 void rs_txq_consume(struct rs_tcp *t, size_t n, struct rs_ring *r);
 void rs_txq_drop_all(struct rs_tcp *t, struct rs_ring *r);
 size_t rs_iov_total(const struct iovec *iov, int n);
+/* The errors kept with the queues: */
+/* A receive's error (rx_err) taken: the stream then reads as ended and
+ * sends fail with EPIPE. */
+int rs_tcp_take_error(struct rs_tcp *t);
+/* An asynchronous send failed with e (a reset the kernel gave our
+ * completion): kept for the program's next call. */
+void rs_tcp_set_tx_err(struct rs_tcp *t, int e);
 
 /* ---- block.c: blocking calls ------------------------------------------------ */
 /* A private copy of an iovec array that can be advanced past bytes done. */
@@ -57,7 +175,7 @@ int64_t rs_call_deadline(struct rs_sock *s, int fd, int rx);
 int rs_wait_result(int e, int64_t deadline, int partial);
 /* Sleep in t's owner ring (this thread's) until something happens;
  * called locked, returns unlocked. */
-int rs_block_in_ring(struct rs_tcp *t, int64_t deadline, int partial);
+int rs_block_in_ring(struct rs_esock *e, int64_t deadline, int partial);
 /* Wait a little on fd (a socket in hand-over); no lock held. */
 int rs_block_on_fd(int fd, short ev, int64_t deadline, int partial);
 /* A blocking kernel call came back short for the ring's own task work. */

@@ -12,6 +12,9 @@
  *
  * Send queue: a circular array of frag slices accepted and not yet
  * completed by the kernel.
+ *
+ * And the errors kept with them: one a receive took (rx_err, reported
+ * after the queued data) and one a send completion took (tx_err).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -95,7 +98,7 @@ static void ovf_pop(struct rs_tcp *t)
 	t->ovf_head = ovf_slot(t, id1)->next;
 	if (!t->ovf_head)
 		t->ovf_tail = 0;
-	if (t->owner == t->ovf_ring) /* else lost with a failed copy (out of memory) */
+	if (t->e.owner == t->ovf_ring) /* else lost with a failed copy (out of memory) */
 		rs_buf_release(t->ovf_ring, id1 - 1);
 	t->rx_bufs--;
 }
@@ -147,8 +150,8 @@ static void rx_pop(struct rs_tcp *t)
 {
 	struct rs_rxseg *g = rx_at(t, 0);
 	if (g->bid >= 0) {
-		if (t->owner) /* else lost with a failed copy (out of memory) */
-			rs_buf_release(t->owner, (unsigned)g->bid);
+		if (t->e.owner) /* else lost with a failed copy (out of memory) */
+			rs_buf_release(t->e.owner, (unsigned)g->bid);
 		t->rx_bufs--;
 	} else if (g->bid == -2) {
 		t->rxc_used = 0;
@@ -183,7 +186,7 @@ void rs_rxq_to_heap(struct rs_tcp *t)
 		if (!c)
 			continue; /* keep the buffer: the ring then cannot be freed; see ring_gone */
 		memcpy(c, g->data + g->off, n);
-		rs_buf_release(t->owner, (unsigned)g->bid);
+		rs_buf_release(t->e.owner, (unsigned)g->bid);
 		t->rx_bufs--;
 		g->data = c;
 		g->len = n;
@@ -342,3 +345,27 @@ void rs_rxq_shared_err(struct rs_tcp *t)
 	if (e)
 		RS_STORE(t->rx_err, e);
 }
+
+/* ---- the errors kept with the queues ---------------------------------------- */
+
+int rs_tcp_take_error(struct rs_tcp *t)
+{
+	int e = t->rx_err;
+	RS_STORE(t->rx_err, 0);
+	t->rx_eof = 1;        /* after a reset the stream reads as ended */
+	t->epipe_pending = 1; /* and writes fail with EPIPE */
+	return e;
+}
+
+/* An asynchronous send failed: the kernel's pending error (a reset) went
+ * to our completion, where without us the program's next call would have
+ * taken it, a read included, unless the peer's FIN came first (a read
+ * then returns 0 and leaves the error to the next send). */
+void rs_tcp_set_tx_err(struct rs_tcp *t, int e)
+{
+	if (t->tx_err)
+		return;
+	RS_STORE(t->tx_err, e);
+	t->tx_err_eof = t->rx_eof;
+}
+

@@ -33,8 +33,8 @@ int rs_wait_poll(struct pollfd *fds, unsigned long n, int timeout_ms, const stru
 	int any = 0;
 	for (unsigned long i = 0; i < n && !any; i++) {
 		struct rs_sock *s = rs_fd_peek(fds[i].fd);
-		struct rs_tcp *t = s ? atomic_load(&s->eng) : NULL;
-		if (t && !rs_tcp_passive(t))
+		struct rs_esock *t = s ? atomic_load(&s->eng) : NULL;
+		if (t && !rs_esock_passive(t))
 			any = 1;
 		else if (fds[i].fd >= 0 && rs_ep_known(fds[i].fd))
 			rs_ep_demote_nested(fds[i].fd);
@@ -53,9 +53,9 @@ int rs_wait_poll(struct pollfd *fds, unsigned long n, int timeout_ms, const stru
 	/* Sockets owned by other threads go back to the kernel path first. */
 	for (unsigned long i = 0; i < n; i++) {
 		struct rs_sock *s = rs_fd_peek(fds[i].fd);
-		struct rs_tcp *t = s ? atomic_load(&s->eng) : NULL;
-		if (t && RS_LOAD(t->owner) && RS_LOAD(t->owner) != r && RS_LOAD(t->mode) == RS_TM_ARMED)
-			rs_tcp_before_kernel(s, fds[i].fd, RINGSOCK_PT_THREAD);
+		struct rs_esock *t = s ? atomic_load(&s->eng) : NULL;
+		if (t && RS_LOAD(t->owner) && RS_LOAD(t->owner) != r && RS_LOAD(t->mode) == RS_ES_ARMED)
+			rs_sock_before_kernel(s, fds[i].fd, RINGSOCK_PT_THREAD);
 	}
 	struct pollfd *k = malloc((n + 1) * sizeof(*k));
 	unsigned char *kind = malloc(n + 1);
@@ -79,10 +79,10 @@ int rs_wait_poll(struct pollfd *fds, unsigned long n, int timeout_ms, const stru
 			k[i].revents = 0;
 			kind[i] = K_KERNEL;
 			struct rs_sock *s = rs_fd_peek(fds[i].fd);
-			struct rs_tcp *t = s ? atomic_load(&s->eng) : NULL;
-			if (!t || rs_tcp_passive(t))
+			struct rs_esock *t = s ? atomic_load(&s->eng) : NULL;
+			if (!t || rs_esock_passive(t))
 				continue;
-			if (r && RS_LOAD(t->owner) == r && RS_LOAD(t->mode) == RS_TM_ARMED) {
+			if (r && RS_LOAD(t->owner) == r && RS_LOAD(t->mode) == RS_ES_ARMED) {
 				kind[i] = K_ENGINE;
 				/* The kernel ignores it, or, for a bulk reader, reports
 				 * its input. */
@@ -91,11 +91,11 @@ int rs_wait_poll(struct pollfd *fds, unsigned long n, int timeout_ms, const stru
 				 * only the kernel: it is asked for ERR/HUP, and
 				 * RDHUP. */
 				int no_recv = !RS_LOAD(t->recv_armed);
-				k[i].events &= (rs_tcp_kernel_input(t) ? (POLLIN | POLLRDNORM | POLLPRI | POLLRDHUP) : 0) |
+				k[i].events &= (t->ops->kernel_input(t) ? (POLLIN | POLLRDNORM | POLLPRI | POLLRDHUP) : 0) |
 					       (RS_LOAD(t->kfull) ? (POLLOUT | POLLWRNORM) : 0) | (no_recv ? POLLRDHUP : 0);
 				if (!k[i].events && !no_recv)
 					k[i].fd = -1;
-				unsigned ev = to_poll(rs_tcp_readiness(t)) &
+				unsigned ev = to_poll(t->ops->readiness(t)) &
 					      ((unsigned)fds[i].events | POLLERR | POLLHUP);
 				k[i].revents = (short)ev;
 				ready += ev != 0;
@@ -104,13 +104,13 @@ int rs_wait_poll(struct pollfd *fds, unsigned long n, int timeout_ms, const stru
 				 * kernel.  While detaching, the owner may still move
 				 * data: look again every few milliseconds. */
 				kind[i] = K_LEFTOVER;
-				transient |= RS_LOAD(t->mode) == RS_TM_DETACHING;
-				if (rs_tcp_has_input(t) &&
-				    (fds[i].events & (POLLIN | POLLRDNORM))) {
+				transient |= RS_LOAD(t->mode) == RS_ES_DETACHING;
+				unsigned held = t->ops->held_events(t);
+				if ((held & EPOLLIN) && (fds[i].events & (POLLIN | POLLRDNORM))) {
 					k[i].revents = (short)(fds[i].events & (POLLIN | POLLRDNORM));
 					ready++;
 				}
-				if (rs_tcp_has_error(t)) { /* taken from the kernel: ours to report */
+				if (held & EPOLLERR) { /* taken from the kernel: ours to report */
 					k[i].revents |= POLLERR;
 					ready += k[i].revents == POLLERR;
 				}
@@ -176,15 +176,15 @@ int rs_wait_poll(struct pollfd *fds, unsigned long n, int timeout_ms, const stru
 			if (kind[i] == K_ENGINE && kr >= 0 && (k[i].revents & POLLOUT)) {
 				/* the kernel's buffer has room again */
 				struct rs_sock *s = rs_fd_peek(fds[i].fd);
-				struct rs_tcp *t = s ? atomic_load(&s->eng) : NULL;
+				struct rs_esock *t = s ? atomic_load(&s->eng) : NULL;
 				if (t)
 					RS_STORE(t->kfull, 0);
 			}
 			if (kind[i] == K_ENGINE && kr >= 0 && (k[i].revents & (POLLERR | POLLHUP))) {
 				struct rs_sock *s = rs_fd_peek(fds[i].fd);
-				struct rs_tcp *t = s ? atomic_load(&s->eng) : NULL;
+				struct rs_esock *t = s ? atomic_load(&s->eng) : NULL;
 				if (t)
-					rs_tcp_kernel_hup(t, (unsigned)k[i].revents);
+					rs_esock_kernel_hup(t, (unsigned)k[i].revents);
 			}
 			short rev = kind[i] == K_ENGINE ? (short)(saved[i] | (kr >= 0 ? k[i].revents : 0))
 				    : kind[i] == K_LEFTOVER ? (short)(saved[i] | (kr >= 0 ? k[i].revents : 0))

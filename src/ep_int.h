@@ -1,0 +1,71 @@
+/* ep_int.h - shared by epreg.c (registrations) and ep.c (epoll_ctl and
+ * epoll_wait).  Locks: rs_ep_ctl_lock guards registrations (s->regs, a
+ * set's byfd and rings, a record's events and kernel state); a set's own
+ * lock its ready list (and a record's on_ready, edge, disabled, seen).
+ * Order: a socket's lock, then rs_ep_ctl_lock, then a set's lock. */
+#ifndef RS_EP_INT_H
+#define RS_EP_INT_H
+
+#include <sys/epoll.h>
+
+#include "engine.h"
+
+#define EPREG_MAGIC 0x72657065u /* "rsep" */
+#define EP_MAX_FD 65536
+#define ARENA_REGS (1u << 20)
+#define RS_EP_RINGS 16
+
+struct rs_epreg {
+	uint32_t magic;
+	int fd;
+	struct rs_ep *ep;
+	struct rs_sock *s;       /* NULL for a ring eventfd */
+	struct rs_ring *ring;    /* eventfd registrations */
+	uint32_t events;         /* the application's, with EPOLLET/ONESHOT */
+	uint32_t seen;           /* epoll_wait round that reported it */
+	uint64_t data;           /* the application's */
+	struct rs_epreg *sock_next; /* s->regs */
+	union {
+		struct rs_epreg *ready_next;
+		struct rs_epreg *free_next; /* once freed */
+	};
+	uint8_t on_ready, edge, disabled, engine;
+	uint8_t kout;            /* the kernel watches EPOLLOUT (engine socket) */
+	uint32_t kev;            /* the events the kernel watches for it now */
+};
+
+struct rs_ep {
+	int epfd;
+	pthread_mutex_t lock;    /* ready list, byfd */
+	struct rs_epreg **byfd;
+	unsigned nbyfd;
+	struct rs_epreg *ready_head, *ready_tail;
+	struct rs_epreg *rings[RS_EP_RINGS]; /* ring eventfd registrations */
+	int nested;              /* watched from outside: no engine sockets */
+	int pid;                 /* the process that made this record: in a
+				  * fork child the kernel set is shared with
+				  * the parent, whose registrations it holds */
+	uint32_t round;
+};
+
+
+extern pthread_mutex_t rs_ep_ctl_lock;
+struct rs_ep *rs_ep_get(int epfd, int create); /* the set's record */
+struct rs_epreg *rs_epr_alloc(void);           /* ctl lock held */
+void rs_epr_free(struct rs_epreg *g);
+/* The registration a kernel event's data names, if it is one of ep's. */
+struct rs_epreg *rs_epr_cookie(struct rs_ep *ep, uint64_t data);
+int rs_epr_byfd_set(struct rs_ep *ep, int fd, struct rs_epreg *g);
+struct rs_epreg *rs_epr_byfd_get(struct rs_ep *ep, int fd);
+void rs_epr_ready_push(struct rs_ep *ep, struct rs_epreg *g);   /* ep lock held */
+void rs_epr_ready_unlink(struct rs_ep *ep, struct rs_epreg *g); /* ep lock held */
+int rs_epr_kernel_input(struct rs_epreg *g); /* the kernel reports its input */
+/* What the kernel watches for a registration (see epreg.c). */
+uint32_t rs_epr_kernel_events(struct rs_epreg *g);
+long rs_epr_real_ctl(int epfd, int op, int fd, uint32_t events, uint64_t data);
+long rs_epr_ctl(struct rs_epreg *g, int op, uint32_t events); /* ADD/MOD, cookie as data */
+void rs_epr_sync(struct rs_epreg *g);  /* the kernel watches what it should */
+int rs_epr_engine_mode(struct rs_sock *s); /* armed on the engine */
+void rs_epr_ring_in(struct rs_ep *ep, struct rs_ring *r); /* r's eventfd wakes ep's waits */
+
+#endif

@@ -1,0 +1,393 @@
+/* epreg.c - what the epoll sets know of engine sockets: registrations.
+ *
+ * A registration (struct rs_epreg, ep_int.h) ties a socket to one epoll
+ * set: its kernel registration carries the registration's address as a
+ * cookie (and the events kernel_events chooses), and the set's ready list
+ * holds it when engine readiness may have changed.  The socket core and
+ * the kinds report changes here (rs_ep_sock_*) with the socket's lock
+ * held; epoll_ctl and epoll_wait (ep.c) read and edit the same records.
+ * Records live in a type-stable arena, so a cookie from the kernel can be
+ * validated before use.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/mman.h>
+
+#include "engine.h"
+#include "ep_int.h"
+#include "sys.h"
+
+static struct rs_ep *_Atomic eps[EP_MAX_FD];
+pthread_mutex_t rs_ep_ctl_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct rs_epreg *arena;
+static atomic_uint arena_next;
+static struct rs_epreg *free_regs;
+
+struct rs_epreg *rs_epr_alloc(void)
+{
+	if (!arena) {
+		void *m = mmap(NULL, (size_t)ARENA_REGS * sizeof(struct rs_epreg), PROT_READ | PROT_WRITE,
+			       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+		if (m == MAP_FAILED)
+			return NULL;
+		arena = m;
+	}
+	struct rs_epreg *g = free_regs;
+	if (g) {
+		free_regs = g->free_next;
+	} else {
+		unsigned i = atomic_fetch_add(&arena_next, 1);
+		if (i >= ARENA_REGS)
+			return NULL;
+		g = &arena[i];
+	}
+	memset(g, 0, sizeof(*g));
+	g->magic = EPREG_MAGIC;
+	return g;
+}
+
+void rs_epr_free(struct rs_epreg *g)
+{
+	g->magic = 0;
+	g->free_next = free_regs;
+	free_regs = g;
+}
+
+struct rs_epreg *rs_epr_cookie(struct rs_ep *ep, uint64_t data)
+{
+	struct rs_epreg *g = (struct rs_epreg *)(uintptr_t)data;
+	if (!arena || g < arena || g >= arena + ARENA_REGS ||
+	    ((uintptr_t)g - (uintptr_t)arena) % sizeof(*g))
+		return NULL;
+	if (g->magic != EPREG_MAGIC || g->ep != ep)
+		return NULL;
+	return g;
+}
+
+struct rs_ep *rs_ep_get(int epfd, int create)
+{
+	if (epfd < 0 || epfd >= EP_MAX_FD)
+		return NULL;
+	struct rs_ep *ep = atomic_load(&eps[epfd]);
+	if (ep || !create)
+		return ep;
+	ep = calloc(1, sizeof(*ep));
+	if (!ep)
+		return NULL;
+	ep->epfd = epfd;
+	ep->pid = rs_rt.pid;
+	pthread_mutex_init(&ep->lock, NULL);
+	struct rs_ep *expect = NULL;
+	if (!atomic_compare_exchange_strong(&eps[epfd], &expect, ep)) {
+		free(ep);
+		return expect;
+	}
+	return ep;
+}
+
+int rs_ep_known(int epfd)
+{
+	return rs_ep_get(epfd, 0) != NULL;
+}
+
+int rs_epr_byfd_set(struct rs_ep *ep, int fd, struct rs_epreg *g)
+{
+	if ((unsigned)fd >= ep->nbyfd) {
+		unsigned n = ep->nbyfd ? ep->nbyfd : 64;
+		while (n <= (unsigned)fd)
+			n *= 2;
+		struct rs_epreg **b = realloc(ep->byfd, n * sizeof(*b));
+		if (!b)
+			return -ENOMEM;
+		memset(b + ep->nbyfd, 0, (n - ep->nbyfd) * sizeof(*b));
+		ep->byfd = b;
+		ep->nbyfd = n;
+	}
+	ep->byfd[fd] = g;
+	return 0;
+}
+
+struct rs_epreg *rs_epr_byfd_get(struct rs_ep *ep, int fd)
+{
+	return (unsigned)fd < ep->nbyfd ? ep->byfd[fd] : NULL;
+}
+
+/* Ready list (ep->lock held). */
+void rs_epr_ready_push(struct rs_ep *ep, struct rs_epreg *g)
+{
+	if (g->on_ready)
+		return;
+	g->on_ready = 1;
+	g->ready_next = NULL;
+	if (ep->ready_tail)
+		ep->ready_tail->ready_next = g;
+	else
+		ep->ready_head = g;
+	ep->ready_tail = g;
+}
+
+void rs_epr_ready_unlink(struct rs_ep *ep, struct rs_epreg *g)
+{
+	if (!g->on_ready)
+		return;
+	struct rs_epreg **pp = &ep->ready_head, *prev = NULL;
+	while (*pp && *pp != g) {
+		prev = *pp;
+		pp = &(*pp)->ready_next;
+	}
+	if (*pp) {
+		*pp = g->ready_next;
+		if (ep->ready_tail == g)
+			ep->ready_tail = prev;
+	}
+	g->on_ready = 0;
+}
+
+int rs_epr_kernel_input(struct rs_epreg *g)
+{
+	struct rs_esock *e = g->s ? atomic_load(&g->s->eng) : NULL;
+	return e && e->ops->kernel_input(e);
+}
+
+/* What the kernel watches for a registration: everything for a socket the
+ * engine does not serve; for an engine socket only HUP/ERR edges, plus
+ * input for a bulk reader whose input stays in the kernel.  EPOLLOUT is
+ * added once the kernel's send buffer was seen full (kfull): its edges then
+ * tell when the socket can take data again.  Not before: watched from the
+ * start, every new socket's first edge (it is writable) would cost the
+ * next epoll_wait a trip to the kernel's set for nothing. */
+uint32_t rs_epr_kernel_events(struct rs_epreg *g)
+{
+	if (!g->engine)
+		return g->events;
+	struct rs_esock *e = g->s ? atomic_load(&g->s->eng) : NULL;
+	if (e && RS_LOAD(e->kfull))
+		g->kout = 1;
+	uint32_t out = g->kout ? EPOLLOUT : 0;
+	if (rs_epr_kernel_input(g)) {
+		uint32_t in = g->events & (EPOLLIN | EPOLLRDNORM | EPOLLRDHUP | EPOLLPRI | EPOLLET | EPOLLONESHOT);
+		if (!(g->events & EPOLLOUT))
+			return in;
+		if (g->events & EPOLLET) /* the kernel's edges carry its whole
+					  * mask: OUT is translated on the way out */
+			return in | EPOLLOUT;
+		/* Level-triggered input: EPOLLET for the room edges would make
+		 * the input edge-triggered too.  EPOLLOUT is watched (level)
+		 * only while the buffer is full; its first report drops it. */
+		return in | (e && RS_LOAD(e->kfull) ? EPOLLOUT : 0);
+	}
+	return EPOLLET | out;
+}
+
+long rs_epr_real_ctl(int epfd, int op, int fd, uint32_t events, uint64_t data)
+{
+	struct epoll_event ev = { .events = events, .data.u64 = data };
+	return rs_syscall(SYS_epoll_ctl, epfd, op, fd, &ev);
+}
+
+/* ADD or MOD of a socket's registration, the cookie as data. */
+long rs_epr_ctl(struct rs_epreg *g, int op, uint32_t events)
+{
+	long e = rs_epr_real_ctl(g->ep->epfd, op, g->fd, events, (uint64_t)(uintptr_t)g);
+	if (e == 0)
+		g->kev = events;
+	return e;
+}
+
+/* Make the kernel watch what rs_epr_kernel_events says, unless it watches that
+ * already, or that plus EPOLLOUT edges (harmless: an engine socket's
+ * EPOLLOUT from the kernel only says its buffer has room). */
+void rs_epr_sync(struct rs_epreg *g)
+{
+	uint32_t want = rs_epr_kernel_events(g);
+	if (g->kev == want)
+		return;
+	if ((g->kev & EPOLLET) && (g->kev & EPOLLOUT) && !(want & EPOLLOUT) && g->engine &&
+	    (g->kev & ~(uint32_t)EPOLLOUT) == want) {
+		g->kout = 1;
+		return;
+	}
+	rs_epr_ctl(g, EPOLL_CTL_MOD, want);
+}
+
+int rs_epr_engine_mode(struct rs_sock *s)
+{
+	struct rs_esock *e = atomic_load(&s->eng);
+	return e && RS_LOAD(e->mode) == RS_ES_ARMED;
+}
+
+/* epoll_ctl for a tracked TCP socket fd. */
+void rs_ep_sock_changed(struct rs_esock *e)
+{
+	for (struct rs_epreg *g = e->sock->regs; g; g = g->sock_next) {
+		rs_mutex_lock(&g->ep->lock);
+		g->edge = 1;
+		rs_epr_ready_push(g->ep, g);
+		rs_mutex_unlock(&g->ep->lock);
+	}
+}
+
+void rs_ep_sock_armed(struct rs_esock *e)
+{
+	rs_mutex_lock(&rs_ep_ctl_lock);
+	for (struct rs_epreg *g = e->sock->regs; g; g = g->sock_next) {
+		g->engine = 1;
+		rs_epr_sync(g);
+	}
+	rs_mutex_unlock(&rs_ep_ctl_lock);
+	rs_ep_sock_changed(e);
+}
+
+void rs_ep_sock_rx_direct(struct rs_esock *e)
+{
+	rs_mutex_lock(&rs_ep_ctl_lock);
+	for (struct rs_epreg *g = e->sock->regs; g; g = g->sock_next)
+		if (g->engine)
+			rs_epr_sync(g);
+	rs_mutex_unlock(&rs_ep_ctl_lock);
+}
+
+/* The kernel's send buffer was found full: have the kernel report when it
+ * has room (once per registration; later edges come only after a fill). */
+void rs_ep_sock_kfull(struct rs_esock *e)
+{
+	rs_mutex_lock(&rs_ep_ctl_lock);
+	for (struct rs_epreg *g = e->sock->regs; g; g = g->sock_next)
+		if (g->engine && !g->kout)
+			rs_epr_sync(g);
+	rs_mutex_unlock(&rs_ep_ctl_lock);
+}
+
+void rs_ep_sock_detached(struct rs_esock *e)
+{
+	rs_mutex_lock(&rs_ep_ctl_lock);
+	for (struct rs_epreg *g = e->sock->regs; g; g = g->sock_next) {
+		g->engine = 0;
+		uint32_t ev = g->disabled ? (g->events & ~(EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLPRI))
+					  : g->events;
+		rs_epr_ctl(g, EPOLL_CTL_MOD, ev);
+	}
+	rs_mutex_unlock(&rs_ep_ctl_lock);
+	rs_ep_sock_changed(e);
+}
+
+/* Drop every registration of s; del: remove them from the kernel sets too,
+ * except from a set this process inherited from its parent: the file is
+ * the parent's too, so the kernel keeps its registration there when the
+ * child closes its descriptor (the child has no operations in flight that
+ * would keep the file open). */
+static void forget_regs(struct rs_sock *s, int del)
+{
+	rs_mutex_lock(&rs_ep_ctl_lock);
+	while (s->regs) {
+		struct rs_epreg *g = s->regs;
+		s->regs = g->sock_next;
+		/* (Only through a number that still names this socket: closed
+		 * after a dup, it may name another file now, whose registration
+		 * the kernel would drop instead.) */
+		if (del && g->ep->pid == rs_rt.pid && rs_fd_peek(g->fd) == s)
+			rs_epr_real_ctl(g->ep->epfd, EPOLL_CTL_DEL, g->fd, 0, 0);
+		if (rs_epr_byfd_get(g->ep, g->fd) == g)
+			rs_epr_byfd_set(g->ep, g->fd, NULL);
+		rs_mutex_lock(&g->ep->lock);
+		rs_epr_ready_unlink(g->ep, g);
+		rs_mutex_unlock(&g->ep->lock);
+		rs_epr_free(g);
+	}
+	rs_mutex_unlock(&rs_ep_ctl_lock);
+}
+
+/* The socket's last fd is being closed: the kernel would drop it from every
+ * set when the file goes; our in-flight operations may keep the file a
+ * little longer, so remove it now. */
+void rs_ep_sock_gone(struct rs_esock *e)
+{
+	forget_regs(e->sock, 1);
+}
+
+/* A tracked socket never armed is closed: forget its registrations (the
+ * kernel drops them with the file). */
+void rs_ep_forget_sock(struct rs_sock *s)
+{
+	if (s->regs)
+		forget_regs(s, 0);
+}
+
+void rs_ep_close(int epfd)
+{
+	struct rs_ep *ep = rs_ep_get(epfd, 0);
+	if (!ep)
+		return;
+	atomic_store(&eps[epfd], NULL);
+	rs_mutex_lock(&rs_ep_ctl_lock);
+	rs_mutex_lock(&ep->lock); /* a freed registration's link is reused */
+	while (ep->ready_head)
+		rs_epr_ready_unlink(ep, ep->ready_head);
+	rs_mutex_unlock(&ep->lock);
+	for (unsigned fd = 0; fd < ep->nbyfd; fd++) {
+		struct rs_epreg *g = ep->byfd[fd];
+		if (!g)
+			continue;
+		struct rs_epreg **pp = &g->s->regs;
+		while (*pp && *pp != g)
+			pp = &(*pp)->sock_next;
+		if (*pp)
+			*pp = g->sock_next;
+		rs_epr_free(g);
+	}
+	for (int i = 0; i < RS_EP_RINGS; i++)
+		if (ep->rings[i])
+			rs_epr_free(ep->rings[i]);
+	rs_mutex_unlock(&rs_ep_ctl_lock);
+	free(ep->byfd);
+	pthread_mutex_destroy(&ep->lock);
+	/* ep itself is leaked on purpose: another thread may be inside
+	 * rs_ep_wait on it (closing an epoll fd in use is the app's race). */
+}
+
+/* ---- the wait --------------------------------------------------------------- */
+
+/* Make sure ring r's eventfd wakes waits on ep. */
+void rs_epr_ring_in(struct rs_ep *ep, struct rs_ring *r)
+{
+	int free_slot = -1;
+	rs_mutex_lock(&rs_ep_ctl_lock);
+	for (int i = 0; i < RS_EP_RINGS; i++) {
+		struct rs_epreg *g = ep->rings[i];
+		if (g && g->ring == r && g->fd == r->evfd) {
+			rs_mutex_unlock(&rs_ep_ctl_lock);
+			return;
+		}
+		if (g && g->ring == r) { /* the ring was reused by a new thread */
+			rs_epr_free(g);
+			ep->rings[i] = NULL;
+			g = NULL;
+		}
+		if (!g && free_slot < 0)
+			free_slot = i;
+	}
+	if (free_slot < 0) { /* recycle: the oldest registration */
+		free_slot = 0;
+		rs_epr_real_ctl(ep->epfd, EPOLL_CTL_DEL, ep->rings[0]->fd, 0, 0);
+		rs_epr_free(ep->rings[0]);
+	}
+	struct rs_epreg *g = rs_epr_alloc();
+	if (g) {
+		g->ep = ep;
+		g->ring = r;
+		g->fd = r->evfd;
+		if (rs_epr_real_ctl(ep->epfd, EPOLL_CTL_ADD, r->evfd, EPOLLIN | EPOLLET, (uint64_t)(uintptr_t)g) < 0 &&
+		    rs_epr_real_ctl(ep->epfd, EPOLL_CTL_MOD, r->evfd, EPOLLIN | EPOLLET, (uint64_t)(uintptr_t)g) < 0) {
+			rs_epr_free(g);
+			g = NULL;
+		}
+	}
+	ep->rings[free_slot] = g;
+	rs_mutex_unlock(&rs_ep_ctl_lock);
+}
+
+/* Engine readiness of the set's engine sockets owned by r (r locked).
+ * Sockets owned by another thread are collected in foreign[] to be
+ * detached once no ring lock is held. */

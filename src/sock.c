@@ -1,0 +1,286 @@
+/* sock.c - the socket core: what every kind of engine socket shares.
+ *
+ * Locking and entering a socket (its owner ring's lock while it is owned,
+ * its own mutex after), arming through the kind registered for the
+ * socket's type, detaching (by the owner, or by another thread that holds
+ * the owner's lock and hands the rest to it), the list of every engine
+ * socket that fork walks, pass-through reasons, and freeing.  The states
+ * and which lock guards which field: engine.h, struct rs_esock.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+
+#include "engine.h"
+#include "sys.h"
+
+static pthread_mutex_t socks_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct rs_esock *socks; /* every engine socket, for fork (all_next) */
+
+/* The lock that guards the socket entered last; remembered for the unlock. */
+static RS_TLS struct rs_ring *held_ring;
+
+static const struct rs_kind_ops *kinds[2]; /* SOCK_STREAM, SOCK_DGRAM */
+
+static const struct rs_kind_ops **kind_slot(int type)
+{
+	return type == SOCK_STREAM ? &kinds[0] : type == SOCK_DGRAM ? &kinds[1] : NULL;
+}
+
+int rs_esock_kind_known(int type)
+{
+	const struct rs_kind_ops **k = kind_slot(type);
+	return k && *k;
+}
+
+void rs_esock_kind(int type, const struct rs_kind_ops *ops)
+{
+	const struct rs_kind_ops **k = kind_slot(type);
+	if (k)
+		*k = ops;
+}
+
+/* ---- pass-through ------------------------------------------------------------ */
+
+void rs_sock_count_passthrough(struct rs_sock *s, int reason)
+{
+	if (s->pt_counted || (reason == RINGSOCK_PT_BLOCKING && s->pt_counted_blocking))
+		return;
+	s->pt_counted = 1;
+	s->pt_reason = reason;
+	rs_stat_add(RS_C_PASSTHROUGH + reason, 1);
+}
+
+void rs_sock_passthrough(struct rs_sock *s, int reason)
+{
+	if (!atomic_load(&s->eng))
+		s->no_engine = 1;
+	rs_sock_count_passthrough(s, reason);
+}
+
+/* ---- locking ------------------------------------------------------------------ */
+
+static void lock_e(struct rs_esock *e)
+{
+	for (;;) {
+		struct rs_ring *o = __atomic_load_n(&e->owner, __ATOMIC_ACQUIRE);
+		if (o) {
+			rs_ring_lock(o);
+			if (__atomic_load_n(&e->owner, __ATOMIC_ACQUIRE) == o) {
+				held_ring = o;
+				return;
+			}
+			rs_ring_unlock(o);
+			continue;
+		}
+		rs_mutex_lock(&e->mu);
+		if (!__atomic_load_n(&e->owner, __ATOMIC_ACQUIRE)) {
+			held_ring = NULL;
+			return;
+		}
+		rs_mutex_unlock(&e->mu);
+	}
+}
+
+void rs_esock_unlock(struct rs_esock *e)
+{
+	if (held_ring)
+		rs_ring_unlock(held_ring);
+	else
+		rs_mutex_unlock(&e->mu);
+}
+
+struct rs_ring *rs_esock_held_ring(void)
+{
+	return held_ring;
+}
+
+/* ---- the list of every engine socket ------------------------------------------ */
+
+void rs_esock_register(struct rs_esock *e)
+{
+	held_ring = e->owner; /* (arm returns it locked) */
+	rs_mutex_lock(&socks_lock);
+	e->all_next = socks;
+	if (socks)
+		socks->all_prev = e;
+	socks = e;
+	rs_mutex_unlock(&socks_lock);
+}
+
+void rs_esock_free(struct rs_esock *e)
+{
+	if (rs_unlikely(__atomic_load_n(&rs_dying, __ATOMIC_RELAXED)))
+		return; /* no free() now (engine.c, die_flush) */
+	rs_mutex_lock(&socks_lock);
+	if (e->all_prev)
+		e->all_prev->all_next = e->all_next;
+	else if (socks == e)
+		socks = e->all_next;
+	if (e->all_next)
+		e->all_next->all_prev = e->all_prev;
+	rs_mutex_unlock(&socks_lock);
+	if (e->drain)
+		rs_drain_release(e->drain);
+	e->ops->destroy(e);
+	rs_sock_put(e->sock);
+	free(e);
+}
+
+void rs_esock_fork_prepare_detached(void)
+{
+	rs_mutex_lock(&socks_lock);
+	for (struct rs_esock *e = socks; e; e = e->all_next)
+		if (!e->owner) {
+			rs_mutex_lock(&e->mu);
+			e->ops->fork_prepare(e);
+			rs_mutex_unlock(&e->mu);
+		}
+	/* socks_lock stays held across fork */
+}
+
+void rs_esock_fork_release_detached(int child)
+{
+	if (child)
+		pthread_mutex_init(&socks_lock, NULL);
+	else
+		rs_mutex_unlock(&socks_lock);
+}
+
+/* ---- detaching -------------------------------------------------------------------- */
+
+static void start_detach(struct rs_esock *e, int reason)
+{
+	if (e->mode != RS_ES_ARMED)
+		return;
+	RS_STORE(e->mode, RS_ES_DETACHING);
+	rs_sock_count_passthrough(e->sock, reason);
+	rs_stat_add(RS_C_DETACHED, 1);
+}
+
+void rs_esock_detach_on(struct rs_ring *r, struct rs_esock *e)
+{
+	rs_ring_detach_add(r, e);
+	rs_ring_kick(r); /* it may sleep in an epoll set or poll with its ring */
+}
+
+/* Another thread holds the owner's lock and wants the socket: what the
+ * owner's ring completed is taken, accepted sends are written here, and
+ * the owner finishes the detach (cancels its receive) when it next runs. */
+static void detach_remote(struct rs_esock *e, int reason)
+{
+	struct rs_ring *o = e->owner;
+	rs_ring_reap(o);
+	start_detach(e, reason);
+	e->ops->flush_direct(e);
+	rs_esock_detach_on(o, e);
+}
+
+static int detached_cond(void *arg)
+{
+	struct rs_esock *e = arg;
+	return e->owner == NULL || e->mode == RS_ES_DETACHED;
+}
+
+void rs_esock_detach_self(struct rs_esock *e, int reason)
+{
+	if (e->mode == RS_ES_DETACHED)
+		return;
+	struct rs_ring *r = e->owner;
+	if (r != rs_ring_tls) {
+		detach_remote(e, reason);
+		return;
+	}
+	start_detach(e, reason);
+	e->ops->process_detach(r, e);
+	rs_ring_wait(r, detached_cond, e, -1);
+	/* Still hold r's lock; the caller's unlock releases it. */
+}
+
+/* Every socket armed on r leaves the engine (r's lock held): the program
+ * has a way to reach them that the engine cannot see. */
+void rs_esock_leave_all(struct rs_ring *r, int reason)
+{
+	for (;;) {
+		struct rs_esock *e = r->owned;
+		while (e && (e->mode != RS_ES_ARMED || e->closing))
+			e = e->next;
+		if (!e)
+			return;
+		/* (the owner waits here until e is off the ring, so the walk
+		 * starts again from the head) */
+		rs_esock_detach_self(e, reason);
+	}
+}
+
+/* ---- entering ------------------------------------------------------------------ */
+
+struct rs_esock *rs_esock_enter(struct rs_sock *s, int fd, int do_arm)
+{
+	struct rs_esock *e = atomic_load_explicit(&s->eng, memory_order_acquire);
+	if (!e) {
+		if (!do_arm || s->no_engine || !rs_engine_on)
+			return NULL;
+		int refuse = __atomic_load_n(&rs_engine_refuse, __ATOMIC_ACQUIRE);
+		if (refuse) {
+			rs_sock_passthrough(s, refuse);
+			return NULL;
+		}
+		const struct rs_kind_ops **k = kind_slot(s->type);
+		if (!k || !*k) {
+			rs_sock_passthrough(s, RINGSOCK_PT_UDP); /* (the only other type) */
+			return NULL;
+		}
+		return (*k)->arm(s, fd);
+	}
+	lock_e(e);
+	if (held_ring && held_ring != rs_ring_tls && e->mode == RS_ES_ARMED)
+		detach_remote(e, RINGSOCK_PT_THREAD);
+	/* A detached socket may be reached through a dup of the descriptor it
+	 * was armed on, which may be closed (and its number reused): the
+	 * engine's own calls for it go through the caller's descriptor. */
+	if (fd >= 0 && e->fd != fd && e->mode != RS_ES_ARMED && !e->closing)
+		e->fd = fd;
+	return e;
+}
+
+struct rs_esock *rs_esock_enter_served(struct rs_sock *s, int fd)
+{
+	struct rs_esock *e = rs_esock_enter(s, fd, 1);
+	if (e && rs_esock_passive(e)) {
+		rs_esock_unlock(e);
+		return NULL;
+	}
+	return e;
+}
+
+/* Whether e can take a send now, as its readiness says (locks e). */
+int rs_esock_writable(struct rs_esock *e)
+{
+	lock_e(e);
+	int w = e->mode == RS_ES_ARMED && (e->ops->readiness(e) & EPOLLOUT);
+	rs_esock_unlock(e);
+	return w;
+}
+
+/* ---- calls the kernel makes ------------------------------------------------------ */
+
+void rs_sock_before_kernel(struct rs_sock *s, int fd, int detach_reason)
+{
+	struct rs_esock *e = rs_esock_enter(s, fd, 0);
+	if (!e)
+		return;
+	if (detach_reason >= 0 && e->mode == RS_ES_ARMED)
+		rs_esock_detach_self(e, detach_reason);
+	else
+		e->ops->sync_tx(e);
+	rs_esock_unlock(e);
+}
+
+void rs_sock_urgent(struct rs_sock *s, int fd)
+{
+	s->urgent = 1;
+	rs_sock_before_kernel(s, fd, RINGSOCK_PT_URGENT);
+	rs_sock_passthrough(s, RINGSOCK_PT_URGENT);
+}

@@ -1,0 +1,538 @@
+/* tcp_recv.c - the receive path of stream sockets.
+ *
+ * One multishot receive per armed socket fills buffers from the owner's
+ * buffer ring; completions (rs_tcp_recv_done) append segments to the
+ * socket's receive queue (tcpq.c), and the recv family copies from it
+ * without a system call.  Past rx_limit bytes of held buffers the receive
+ * is cancelled and the data stays in the kernel (TCP flow control pushes
+ * back on the peer) until the application has read half of it.  A bulk
+ * reader, a new socket on probation (RINGSOCK_ARM_AFTER) and one starved
+ * of buffers read through the kernel instead (rx_direct, rx_starved).
+ *
+ * Every function here runs with the socket's lock held (rs_esock_enter),
+ * except the whole call (rs_tcp_recv_call), which takes it.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <linux/sockios.h>
+
+#include "engine.h"
+#include "sys.h"
+#include "tcp_int.h"
+
+/* Does the kernel take a byte cap on a multishot receive?  Assumed until
+ * a capped receive fails with EINVAL (kernels before 6.17 reject the
+ * field), then never tried again. */
+static int recv_cap_ok = 1;
+
+void rs_tcp_submit_recv(struct rs_ring *r, struct rs_tcp *t)
+{
+	if (t->e.recv_armed || t->throttled || t->rx_eof || t->rx_err || t->e.closing || t->rx_stop ||
+	    t->e.mode != RS_ES_ARMED || t->shut_rd || t->rx_direct)
+		return;
+	/* The bound on what the engine holds for the socket, as a byte cap
+	 * on the receive itself where the kernel takes one (6.17+): it ends
+	 * when the cap is reached, so within one io_uring_enter a flooded
+	 * socket cannot take more than its share of the buffers. */
+	uint32_t held = t->rx_bufs * r->buf.size, cap = 0;
+	if (__atomic_load_n(&recv_cap_ok, __ATOMIC_RELAXED) &&
+	    !(rs_rt.cfg.v[RS_K_FEATURES_DISABLE] & RS_FEAT_RECV_CAP)) {
+		if (held >= t->rx_limit) {
+			/* re-armed when the reader has caught up (maybe_unthrottle) */
+			t->throttled = 1;
+			rs_stat_add(RS_C_THROTTLED, 1);
+			return;
+		}
+		cap = t->rx_limit - held;
+	}
+	struct io_uring_sqe *sqe = rs_ring_sqe(r);
+	if (!sqe) {
+		rs_ring_rearm_add(r, &t->e); /* no room in the SQ: at the next round */
+		return;
+	}
+	io_uring_prep_recv_multishot(sqe, t->e.fd, NULL, 0, 0);
+	sqe->flags |= IOSQE_BUFFER_SELECT;
+	sqe->buf_group = r->buf.bgid;
+	sqe->file_index = cap; /* (the union's optlen: the byte cap) */
+	t->rx_capped = cap != 0;
+	io_uring_sqe_set_data64(sqe, RS_UD(t, RS_UD_RECV));
+	if (t->rx_starved) {
+		RS_STORE(t->rx_starved, 0);
+		rs_ep_sock_rx_direct(&t->e); /* the engine's input again */
+	}
+	t->e.recv_armed = 1;
+	r->nrecv++;
+	t->recv_cancel = 0;
+	t->ops_inflight++;
+	if (rs_fault(RS_FAULT_CANCEL))
+		rs_tcp_cancel_recv(r, t);
+}
+
+void rs_tcp_cancel_recv(struct rs_ring *r, struct rs_tcp *t)
+{
+	if (!t->e.recv_armed || t->recv_cancel)
+		return;
+	struct io_uring_sqe *sqe = rs_ring_sqe(r);
+	if (!sqe) {
+		/* no room in the SQ: the next round tries again (and a wait
+		 * for the receive to end makes rounds) */
+		rs_ring_detach_add(r, &t->e);
+		return;
+	}
+	io_uring_prep_cancel64(sqe, RS_UD(t, RS_UD_RECV), 0);
+	io_uring_sqe_set_data64(sqe, RS_UD(t, RS_UD_CANCEL));
+	t->recv_cancel = 1;
+	t->ops_inflight++;
+}
+
+/* From now on the kernel reports the socket's input and reads go straight
+ * to it; sends stay the engine's.  Data a receive already took is read
+ * first. */
+void rs_tcp_go_direct(struct rs_ring *r, struct rs_tcp *t)
+{
+	t->rx_probation = 0; /* for good */
+	if (t->rx_direct)
+		return;
+	RS_STORE(t->rx_direct, 1);
+	if (r == rs_ring_tls) {
+		rs_tcp_cancel_recv(r, t);
+	} else {
+		/* Another thread's ring (fork, spawn): only its owner touches its
+		 * submission queue; it cancels the receive before it next enters
+		 * the kernel, where the receive could run. */
+		rs_esock_detach_on(r, &t->e);
+	}
+	rs_ep_sock_rx_direct(&t->e);
+}
+
+/* A new socket has read RINGSOCK_ARM_AFTER times with data: it lives long
+ * enough for the multishot receive to pay off.  It is submitted with the
+ * thread's next system call; the kernel stops reporting the input. */
+static void end_probation(struct rs_ring *r, struct rs_tcp *t)
+{
+	t->rx_direct = 0;
+	rs_ep_sock_rx_direct(&t->e);
+	rs_tcp_submit_recv(r, t);
+}
+
+/* Detached with nothing held: from now on the kernel serves it alone. */
+static void maybe_passive(struct rs_tcp *t)
+{
+	/* (an error a receive of ours took from the kernel is reported
+	 * first: the kernel no longer has it) */
+	if (t->e.mode == RS_ES_DETACHED && !rs_rxq_held(t) && !t->tx_cnt && !t->send_inflight && !t->e.drain &&
+	    !t->rx_err && !t->tx_err)
+		__atomic_store_n(&t->e.passive, 1, __ATOMIC_RELEASE);
+}
+
+/* Reads go to the kernel and the engine holds nothing of this socket's
+ * input, nor can a receive of ours still bring some: a blocking read
+ * waits in the kernel at once. */
+static int kernel_reader(struct rs_tcp *t)
+{
+	return t->e.mode == RS_ES_ARMED && (t->rx_direct || t->rx_starved) && t->e.owner == rs_ring_tls &&
+	       !t->e.recv_armed &&
+	       !rs_rxq_held(t) && !t->rx_err && !t->rx_eof && !t->shut_rd;
+}
+
+/* The next byte to read is the urgent mark: the kernel ends a read there
+ * once it has bytes, MSG_WAITALL or not. */
+static int at_mark(int fd)
+{
+	int k = 0;
+	return rs_syscall(SYS_ioctl, fd, SIOCATMARK, &k) == 0 && k;
+}
+
+/* A blocking read got data: was there exactly one send since the last
+ * one?  Then the program is a ping-pong client or server, and its next
+ * send goes straight to the kernel (see rs_tcp_send). */
+static void note_recv(struct rs_sock *s)
+{
+	RS_STORE(s->pingpong, RS_LOAD(s->tx_run) == 1);
+	RS_STORE(s->tx_run, 0);
+}
+
+ssize_t rs_tcp_recv_call(struct rs_sock *s, int fd, const struct iovec *iov, int n, int flags)
+{
+	if (flags & MSG_OOB) {
+		rs_sock_urgent(s, fd); /* the kernel's, from now on */
+		return RS_PASS;
+	}
+	if (flags & MSG_ERRQUEUE)
+		return RS_PASS; /* the error queue is the kernel's */
+	int e = rs_kept_error(s);
+	if (e)
+		return -e;
+	int block = !s->nonblock && !(flags & MSG_DONTWAIT);
+	/* MSG_WAITALL on a blocking socket: until the buffer is full, the
+	 * stream ends, an error, the timeout or a signal */
+	int waitall = block && (flags & MSG_WAITALL) && !(flags & (MSG_PEEK | MSG_TRUNC));
+	size_t want = rs_iov_total(iov, n), done = 0;
+	struct iov_cur cur = { (struct iovec *)iov, n, NULL };
+	int64_t deadline = block ? rs_call_deadline(s, fd, 1) : 0;
+	int stop = 0; /* the wait ended the call: one more look, then this */
+	ssize_t r;
+	for (;;) {
+		struct rs_tcp *t = rs_tcp_of(rs_esock_enter_served(s, fd));
+		if (!t) {
+			r = RS_PASS;
+			break;
+		}
+		if (block && !stop && !done && kernel_reader(t))
+			r = -EAGAIN; /* the kernel has it all: it waits, below */
+		else
+			r = rs_tcp_recv(t, cur.v, cur.n, flags);
+		if (r > 0 && block)
+			note_recv(s);
+		if (r != -EAGAIN || !block || stop) {
+			maybe_passive(t);
+			rs_esock_unlock(&t->e);
+			if (r == -EAGAIN && stop)
+				r = stop;
+			if (r > 0 && waitall && done + (size_t)r < want && !(s->urgent && at_mark(fd))) {
+				done += (size_t)r;
+				if (rs_iov_cur_skip(&cur, iov, n, (size_t)r) < 0)
+					break;
+				continue;
+			}
+			break;
+		}
+		if (t->e.mode == RS_ES_ARMED && !t->rx_direct && t->e.owner == rs_ring_tls &&
+		    !t->tx_cnt && !t->send_inflight && !t->e.drain) {
+			/* A blocking read that must wait with nothing of ours to
+			 * send: the ring has nothing to batch, and its wake-up path
+			 * (task work, a completion, a copy out of a ring buffer)
+			 * is slower than the kernel's own.  From now on reads go
+			 * straight to the kernel, which waits; sends stay ours. */
+			rs_tcp_go_direct(t->e.owner, t);
+			rs_esock_unlock(&t->e);
+			continue;
+		}
+		if (t->e.mode == RS_ES_ARMED && !t->rx_direct) {
+			stop = rs_block_in_ring(&t->e, deadline, done != 0);
+			continue;
+		}
+		if (t->e.mode == RS_ES_ARMED) {
+			/* The kernel has the data (a bulk reader, a socket open in
+			 * another process too): it waits, with its own timeout and
+			 * signal rules, after our queued sends have gone. */
+			if (rs_ring_has_work(t->e.owner)) {
+				rs_ring_progress(t->e.owner);
+				rs_esock_unlock(&t->e);
+				continue;
+			}
+			rs_esock_unlock(&t->e);
+			if (done) {
+				/* MSG_WAITALL with bytes in hand: a new kernel read
+				 * would start from nothing, and a signal with
+				 * SA_RESTART would restart it rather than end it
+				 * with those bytes, as the one call without us
+				 * does.  Wait for input here instead. */
+				stop = rs_block_on_fd(fd, POLLIN, deadline, 1);
+				continue;
+			}
+			struct msghdr m = { .msg_iov = cur.v, .msg_iovlen = (size_t)cur.n };
+			rs_sig_clear();
+			r = rs_blocking_syscall(SYS_recvmsg, fd, (long)&m, flags, 0, 0, 0);
+			if (r > 0)
+				note_recv(s);
+			if (r > 0 && waitall && done + (size_t)r < want && rs_short_by_ring(deadline) &&
+			    !(s->urgent && at_mark(fd))) {
+				done += (size_t)r;
+				if (rs_iov_cur_skip(&cur, iov, n, (size_t)r) < 0)
+					break;
+				continue;
+			}
+			break;
+		}
+		/* in hand-over to another thread: look again soon */
+		rs_esock_unlock(&t->e);
+		stop = rs_block_on_fd(fd, POLLIN, deadline, done != 0);
+	}
+	while (r == RS_PASS && done) {
+		/* The rest from the kernel (handed over meanwhile), waited for
+		 * here: a blocking kernel read would be restarted by an
+		 * SA_RESTART signal, where the one call without us returns
+		 * the bytes it has. */
+		struct msghdr m = { .msg_iov = cur.v, .msg_iovlen = (size_t)cur.n };
+		r = rs_syscall(SYS_recvmsg, fd, &m, flags | MSG_DONTWAIT);
+		if (r > 0 && done + (size_t)r < want && !(s->urgent && at_mark(fd))) {
+			done += (size_t)r;
+			if (rs_iov_cur_skip(&cur, iov, n, (size_t)r) < 0)
+				break;
+			r = RS_PASS;
+			continue;
+		}
+		if (r == -EAGAIN) {
+			int e = rs_block_on_fd(fd, POLLIN, deadline, 1);
+			r = e ? e : RS_PASS;
+		}
+	}
+	free(cur.heap);
+	rs_keep_error(s, done, r);
+	return rs_with_done(done, r);
+}
+
+static void maybe_unthrottle(struct rs_tcp *t)
+{
+	struct rs_ring *r = t->e.owner;
+	if (!t->throttled || !r || t->e.mode != RS_ES_ARMED)
+		return;
+	if ((size_t)t->rx_bufs * r->buf.size > t->rx_limit / 2)
+		return;
+	t->throttled = 0;
+	if (!t->e.recv_armed)
+		rs_ring_rearm_add(r, &t->e);
+}
+
+/* All the engine held went to a read with room left, and the kernel has
+ * the socket's input now (detached, or reads through the kernel with no
+ * receive of ours in flight): the read goes on into the kernel's queue,
+ * without waiting, as one kernel read would have taken both (MSG_TRUNC:
+ * discards the rest of what it asked to).  Returns the bytes added. */
+static size_t kernel_rest(struct rs_tcp *t, const struct iovec *iov, int iovcnt, size_t skip, int flags)
+{
+	if (iovcnt > 8 || t->e.fd < 0)
+		return 0;
+	if (t->e.sock->urgent && at_mark(t->e.fd))
+		return 0; /* one kernel read would have stopped at the mark */
+	/* A pending error (a reset) stays the kernel's: one kernel read would
+	 * have returned the bytes and left it for the next call, which may be
+	 * another process's (a fork child shares the socket).  A read that
+	 * copies bytes leaves it pending, so the kernel's queued bytes are
+	 * still taken; with none, the read would take the error. */
+	struct pollfd p = { t->e.fd, 0, 0 };
+	int inq = 0;
+	if (rs_syscall(SYS_poll, &p, 1, 0) == 1 && (p.revents & POLLERR) &&
+	    (rs_syscall(SYS_ioctl, t->e.fd, SIOCINQ, &inq) < 0 || inq <= 0))
+		return 0;
+	if (!(t->e.mode == RS_ES_DETACHED ||
+	      (t->e.mode == RS_ES_ARMED && (t->rx_direct || t->rx_starved) && !t->e.recv_armed)))
+		return 0;
+	struct iovec v[8];
+	int n = 0;
+	for (int i = 0; i < iovcnt; i++) {
+		if (skip >= iov[i].iov_len) {
+			skip -= iov[i].iov_len;
+			continue;
+		}
+		v[n].iov_base = (char *)iov[i].iov_base + skip;
+		v[n].iov_len = iov[i].iov_len - skip;
+		skip = 0;
+		n++;
+	}
+	struct msghdr m = { .msg_iov = v, .msg_iovlen = (size_t)n };
+	long k = rs_syscall(SYS_recvmsg, t->e.fd, &m, (flags & (MSG_PEEK | MSG_TRUNC)) | MSG_DONTWAIT);
+	if (k < 0 && k != -EAGAIN && k != -EINTR && !t->rx_err)
+		RS_STORE(t->rx_err, (int)-k); /* the kernel gave it to this read: the next one reports it */
+	return k > 0 ? (size_t)k : 0;
+}
+
+static int recv_ended_cond(void *arg)
+{
+	return !((struct rs_tcp *)arg)->e.recv_armed;
+}
+
+/* The socket reads through the kernel from now on, and the cancel of its
+ * multishot receive is on the way: what that receive took comes before
+ * the kernel's queue, so a read that wants more than the engine holds
+ * waits for its last completion (this thread's ring: the cancel completes
+ * within the next enter, whatever the peer does), then goes on into the
+ * kernel's queue, as one kernel read would (kernel_rest).  Interrupted by
+ * a signal, the read returns what there is. */
+static void recv_end_wait(struct rs_tcp *t)
+{
+	rs_tcp_cancel_recv(t->e.owner, t);
+	rs_ring_wait(t->e.owner, recv_ended_cond, t, -1);
+}
+
+/* A read found nothing (r: EAGAIN, or 0 at the end): an error a send
+ * completion of ours took from the kernel is this read's, after all the
+ * input, as the kernel's read would have returned it (see set_tx_err). */
+static ssize_t or_tx_error(struct rs_tcp *t, ssize_t r)
+{
+	if ((r != -EAGAIN && r != 0) || !t->tx_err || t->tx_err_eof)
+		return r;
+	int e = t->tx_err;
+	RS_STORE(t->tx_err, 0);
+	t->rx_eof = 1;
+	t->epipe_pending = 1;
+	return -e;
+}
+
+ssize_t rs_tcp_recv(struct rs_tcp *t, const struct iovec *iov, int iovcnt, int flags)
+{
+	size_t want = rs_iov_total(iov, iovcnt); /* with MSG_TRUNC: bytes to discard */
+	int will_block = !t->e.sock->nonblock && !(flags & MSG_DONTWAIT);
+	for (int round = 0;; round++) {
+		size_t got = 0;
+		if (want == 0 && rs_rxq_held(t))
+			return 0; /* like tcp_recvmsg: 0 with data queued, else EAGAIN */
+		if (t->e.owner && t->e.owner == rs_ring_tls && rs_rxq_held(t) < want) {
+			if (t->e.recv_armed && t->rx_direct)
+				recv_end_wait(t);
+			else if ((flags & MSG_WAITALL || (will_block && rs_rxq_held(t))) && round == 0 &&
+				 rs_ring_has_work(t->e.owner))
+				/* MSG_WAITALL, or a blocking read that would return
+				 * the engine's bytes: what is on its way (this
+				 * thread's sends, receives the kernel has run) comes
+				 * first, as the kernel's read would have found it.
+				 * (With nothing held, the wait below sends and
+				 * receives in one system call; event loops'
+				 * nonblocking reads take what is held: their sends
+				 * stay batched.) */
+				rs_ring_progress(t->e.owner);
+		}
+		size_t held = rs_rxq_held(t);
+		if (held)
+			got = rs_rxq_copy(t, iov, iovcnt, want, flags);
+		if (got && got == held && got < want)
+			got += kernel_rest(t, iov, iovcnt, got, flags);
+		if (got) {
+			if (!(flags & MSG_PEEK))
+				maybe_unthrottle(t);
+			if (t->leftover && rs_rxq_leftover_empty(t) && !(flags & MSG_PEEK)) {
+				munmap(t->leftover, t->leftover_map);
+				RS_STORE(t->leftover, NULL);
+			}
+			rs_stat_add(RS_C_CALLS_NOSYS, 1);
+			return (ssize_t)got;
+		}
+		rs_rxq_shared_err(t);
+		if (t->e.mode != RS_ES_ARMED) {
+			/* Pass-through after the leftover: the kernel has the rest.
+			 * Never block with the lock held (rs_tcp_recv_call naps). */
+			if (t->e.mode == RS_ES_DETACHED)
+				return t->rx_err ? -rs_tcp_take_error(t) : RS_PASS;
+			int f = flags | MSG_DONTWAIT;
+			struct msghdr m = { .msg_iov = (struct iovec *)iov, .msg_iovlen = (size_t)iovcnt };
+			return rs_syscall(SYS_recvmsg, t->e.fd, &m, f);
+		}
+		if (t->rx_err)
+			return -rs_tcp_take_error(t);
+		if (t->rx_eof && !t->e.recv_armed) {
+			/* Past the end the kernel answers again, as it does
+			 * without us: after shutdown(SHUT_RD) a peer's new data
+			 * is still read, and a reset after the FIN fails the
+			 * next read.  (No receive of ours is in flight: the
+			 * end ended it.) */
+			struct msghdr m = { .msg_iov = (struct iovec *)iov, .msg_iovlen = (size_t)iovcnt };
+			return or_tx_error(t, rs_syscall(SYS_recvmsg, t->e.fd, &m, flags | MSG_DONTWAIT));
+		}
+		if (t->rx_eof)
+			return or_tx_error(t, 0);
+		struct rs_ring *r = t->e.owner;
+		size_t direct = (size_t)rs_rt.cfg.v[RS_K_DIRECT_THRESHOLD];
+		if (direct && want >= direct && r == rs_ring_tls) {
+			/* A large read with nothing held: straight from the kernel
+			 * into the caller's buffer.  Completed receives must come
+			 * first: take what the CQ has (no system call).  Receives not
+			 * yet run (DEFER_TASKRUN) have not touched the data. */
+			if (round == 0 && io_uring_cq_ready(&r->ring) && rs_ring_reap(r))
+				continue;
+			/* A bulk reader: two copies and a completion per buffer
+			 * cost more than they save. */
+			rs_tcp_go_direct(r, t);
+			struct msghdr m = { .msg_iov = (struct iovec *)iov, .msg_iovlen = (size_t)iovcnt };
+			long n = rs_syscall(SYS_recvmsg, t->e.fd, &m, flags | MSG_DONTWAIT);
+			if (n == 0 && !(flags & MSG_PEEK))
+				t->rx_eof = 1;
+			else if (n < 0 && n != -EAGAIN && n != -EINTR)
+				t->epipe_pending = 1;
+			if (n != -EAGAIN)
+				rs_stat_add(RS_C_DIRECT, 1);
+			return or_tx_error(t, n);
+		}
+		if (round < 2 && r == rs_ring_tls &&
+		    (will_block ? rs_ring_has_input_work(r) : rs_ring_has_work(r))) {
+			/* Completions, and receives to start, first.  A call that
+			 * will block leaves queued sends alone to the wait, which
+			 * submits them in the system call that waits; an event loop's
+			 * EAGAIN sends them now (its responses do not wait for the
+			 * rest of its batch). */
+			rs_ring_progress(r);
+			continue;
+		}
+		if (t->rx_direct || t->rx_starved) {
+			/* small read on a bulk reader, or a new socket's, or one
+			 * waiting for receive buffers: still the kernel's data */
+			struct msghdr m = { .msg_iov = (struct iovec *)iov, .msg_iovlen = (size_t)iovcnt };
+			long n = rs_syscall(SYS_recvmsg, t->e.fd, &m, flags | MSG_DONTWAIT);
+			if (n == 0 && want && !(flags & MSG_PEEK))
+				t->rx_eof = 1;
+			if (n > 0) {
+				rs_stat_add(RS_C_DIRECT, 1);
+				if (t->rx_probation && !(flags & MSG_PEEK) && --t->rx_probation == 0 &&
+				    r == rs_ring_tls && !t->rx_eof && !t->shut_rd)
+					end_probation(r, t);
+			}
+			return or_tx_error(t, n);
+		}
+		if (!t->e.recv_armed && !t->throttled)
+			rs_tcp_submit_recv(r, t);
+		rs_stat_add(RS_C_CALLS_NOSYS, 1);
+		return or_tx_error(t, -EAGAIN);
+	}
+}
+
+/* ---- send ------------------------------------------------------------------- */
+
+void rs_tcp_recv_done(struct rs_ring *r, struct rs_tcp *t, struct io_uring_cqe *c)
+{
+	int more = c->flags & IORING_CQE_F_MORE;
+	if (c->res > 0) {
+		unsigned bid = c->flags >> IORING_CQE_BUFFER_SHIFT;
+		r->buf.held++;
+		if (rs_rt.cfg.v[RS_K_RX_CACHE] && !t->e.closing && !t->rxc_used && !rs_dying &&
+		    !t->ovf_head && rs_rxq_room(t) == 0 &&
+		    (t->rxc || (t->rxc = malloc(r->buf.size)) != NULL)) {
+			/* RX_CACHE: copy into the socket's own buffer and give the
+			 * ring's buffer back at once. */
+			memcpy(t->rxc, rs_buf_addr(&r->buf, bid), (size_t)c->res);
+			rs_buf_release(r, bid);
+			if (rs_rxq_push(t, r, t->rxc, (uint32_t)c->res, -2) == 0)
+				t->rxc_used = 1;
+		} else if (t->e.closing ||
+			   rs_rxq_push(t, r, rs_buf_addr(&r->buf, bid), (uint32_t)c->res, (int32_t)bid) < 0)
+			rs_buf_release(r, bid);
+		else if ((size_t)t->rx_bufs * r->buf.size >= t->rx_limit && !t->throttled) {
+			t->throttled = 1;
+			rs_stat_add(RS_C_THROTTLED, 1);
+			if (more)
+				rs_tcp_cancel_recv(r, t);
+		}
+	} else if (c->res == 0) {
+		t->rx_eof = 1;
+	} else if (c->res == -ENOBUFS) {
+		rs_stat_add(RS_C_ENOBUFS, 1);
+		/* Other sockets hold every buffer: until this one is armed again
+		 * its input stays in the kernel, which answers its reads and
+		 * reports it (a reader must never be left with neither). */
+		if (!t->rx_starved) {
+			RS_STORE(t->rx_starved, 1);
+			rs_ep_sock_rx_direct(&t->e);
+		}
+	} else if (c->res == -EINVAL && t->rx_capped) {
+		__atomic_store_n(&recv_cap_ok, 0, __ATOMIC_RELAXED); /* re-armed without */
+	} else if (c->res != -ECANCELED) {
+		RS_STORE(t->rx_err, -c->res);
+	}
+	if (!more) {
+		/* The multishot receive ended: out of buffers, cancelled (for the
+		 * bound, which the application may have drained meanwhile),
+		 * or for no stated reason.  Unless the stream is over or the
+		 * socket stays over its bound, it is armed again. */
+		t->e.recv_armed = 0;
+		r->nrecv--;
+		t->ops_inflight--;
+		if (t->e.mode == RS_ES_ARMED && !t->e.closing && !t->throttled && !t->rx_stop && !t->rx_eof &&
+		    !t->rx_err && !t->rx_direct && !t->shut_rd)
+			rs_ring_rearm_add(r, &t->e);
+	}
+}
+
