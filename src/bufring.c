@@ -86,6 +86,7 @@ void rs_buf_flush(struct rs_ring *r)
 void rs_buf_release(struct rs_ring *r, unsigned bid)
 {
 	struct rs_bufring *b = &r->buf;
+	rs_assert(rs_ring_held(r) && bid < b->count && b->held > 0);
 	io_uring_buf_ring_add(b->br, rs_buf_addr(b, bid), b->size, (unsigned short)bid, b->mask,
 			      (int)b->pending);
 	b->pending++;

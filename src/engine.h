@@ -189,6 +189,9 @@ void rs_buf_flush(struct rs_ring *r); /* advance the tail for the batch */
 struct rs_ring {
 	/* kept when a dead thread's ring record is reused: */
 	pthread_mutex_t lock;
+#ifdef RS_DEBUG
+	uintptr_t lock_owner;   /* pthread_self() of the holder, 0: none */
+#endif
 	struct rs_ring *all_next; /* process-wide list (fork, exit) */
 	/* reset for each new owner thread: */
 	struct io_uring ring;
@@ -233,7 +236,14 @@ extern RS_TLS struct rs_ring *rs_ring_tls;
  * watchdog on the drain thread once a ring exists. */
 int rs_ring_init(void (*thread_exit)(void *), void (*watchdog)(void));
 void rs_ring_lock(struct rs_ring *r);
+int rs_ring_trylock(struct rs_ring *r); /* 0: locked */
 void rs_ring_unlock(struct rs_ring *r);
+#ifdef RS_DEBUG
+static inline int rs_ring_held(struct rs_ring *r) /* (debug builds) */
+{
+	return __atomic_load_n(&r->lock_owner, __ATOMIC_RELAXED) == (uintptr_t)pthread_self();
+}
+#endif
 struct io_uring_sqe *rs_ring_sqe(struct rs_ring *r); /* submits when full */
 /* Submit what is queued (sends, rearms, detaches) and run completions
  * without blocking; returns the number of completions handled. */
@@ -497,6 +507,9 @@ static inline void rs_esock_kernel_hup(struct rs_esock *e, unsigned revents)
 		RS_STORE(e->k_hup, 1);
 }
 int rs_esock_writable(struct rs_esock *e); /* its EPOLLOUT, locks e */
+/* Debug builds: e's lock is held by this thread (while it has an owner:
+ * the owner ring's; a detached socket's mutex is not tracked). */
+#define rs_assert_esock_locked(e) rs_assert(!RS_LOAD((e)->owner) || rs_ring_held(RS_LOAD((e)->owner)))
 /* A new engine socket (arm, e locked): on the list fork walks. */
 void rs_esock_register(struct rs_esock *e);
 /* Off that list, the kind's memory (destroy) and the record's reference

@@ -26,6 +26,14 @@ void rs_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)
 #define rs_err(...) rs_log(RS_LOG_ERROR, __VA_ARGS__)
 #define rs_warn(...) rs_log(RS_LOG_WARN, __VA_ARGS__)
 #define rs_info(...) rs_log(RS_LOG_INFO, __VA_ARGS__)
+/* Debug builds (RINGSOCK_DEBUG, and every sanitizer build) check the
+ * engine's invariants: a failed rs_assert names itself and aborts. */
+#ifdef RS_DEBUG
+void rs_assert_fail(const char *what, const char *file, int line) __attribute__((noreturn));
+#define rs_assert(c) (rs_likely(c) ? (void)0 : rs_assert_fail(#c, __FILE__, __LINE__))
+#else
+#define rs_assert(c) ((void)0)
+#endif
 #define rs_debug(...) do { if (rs_unlikely(rs_log_level >= RS_LOG_DEBUG)) rs_log(RS_LOG_DEBUG, __VA_ARGS__); } while (0)
 
 /* ---- stats.c: per-thread counters summed on demand --------------------- */

@@ -3,6 +3,7 @@
  * No allocation, no stdio stream, no recursion (a thread-local guard), and
  * a cap on how many messages one process prints.
  */
+#include <stdlib.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -55,3 +56,11 @@ void rs_log(int level, const char *fmt, ...)
 	}
 	in_log = 0;
 }
+
+#ifdef RS_DEBUG
+void rs_assert_fail(const char *what, const char *file, int line)
+{
+	rs_log(RS_LOG_ERROR, "assertion failed: %s (%s:%d)", what, file, line);
+	abort();
+}
+#endif

@@ -156,13 +156,30 @@ struct rs_ring *rs_ring_get(void)
 	return r;
 }
 
+#ifdef RS_DEBUG
+#define set_owner(r, v) __atomic_store_n(&(r)->lock_owner, (v), __ATOMIC_RELAXED)
+#else
+#define set_owner(r, v) ((void)0)
+#endif
+
 void rs_ring_lock(struct rs_ring *r)
 {
 	rs_mutex_lock(&r->lock);
+	set_owner(r, (uintptr_t)pthread_self());
+}
+
+int rs_ring_trylock(struct rs_ring *r)
+{
+	if (rs_mutex_trylock(&r->lock) != 0)
+		return -1;
+	set_owner(r, (uintptr_t)pthread_self());
+	return 0;
 }
 
 void rs_ring_unlock(struct rs_ring *r)
 {
+	rs_assert(rs_ring_held(r));
+	set_owner(r, 0);
 	rs_mutex_unlock(&r->lock);
 }
 
@@ -186,6 +203,7 @@ static int ring_enter(struct rs_ring *r, unsigned wait_nr, struct __kernel_times
 
 struct io_uring_sqe *rs_ring_sqe(struct rs_ring *r)
 {
+	rs_assert(rs_ring_held(r));
 	if (rs_fault(RS_FAULT_NO_SQE))
 		return NULL;
 	struct io_uring_sqe *sqe = io_uring_get_sqe(&r->ring);
@@ -200,6 +218,7 @@ struct io_uring_sqe *rs_ring_sqe(struct rs_ring *r)
 
 int rs_ring_reap(struct rs_ring *r)
 {
+	rs_assert(rs_ring_held(r));
 	struct io_uring_cqe *cqes[64];
 	int total = 0;
 	for (;;) {
@@ -271,6 +290,7 @@ int rs_ring_has_work(struct rs_ring *r)
 /* Turn queued intentions into SQEs. */
 static void ring_prepare(struct rs_ring *r)
 {
+	rs_assert(rs_ring_held(r));
 	r->prepare_seq++;
 	while (r->detach) {
 		struct rs_esock *e = r->detach;
@@ -489,6 +509,8 @@ void rs_ring_evfd_quiet(struct rs_ring *r, int quiet)
 
 void rs_ring_own(struct rs_ring *r, struct rs_esock *e)
 {
+	rs_assert(rs_ring_held(r));
+	rs_assert(e->owner == r && !e->prev && !e->next);
 	e->prev = NULL;
 	e->next = r->owned;
 	if (r->owned)
@@ -498,6 +520,7 @@ void rs_ring_own(struct rs_ring *r, struct rs_esock *e)
 
 void rs_ring_disown(struct rs_ring *r, struct rs_esock *e)
 {
+	rs_assert(rs_ring_held(r));
 	if (e->prev)
 		e->prev->next = e->next;
 	else if (r->owned == e)
@@ -509,6 +532,7 @@ void rs_ring_disown(struct rs_ring *r, struct rs_esock *e)
 
 void rs_ring_txq_add(struct rs_ring *r, struct rs_esock *e)
 {
+	rs_assert(rs_ring_held(r));
 	if (e->on_txq)
 		return;
 	e->on_txq = 1;
@@ -518,6 +542,7 @@ void rs_ring_txq_add(struct rs_ring *r, struct rs_esock *e)
 
 void rs_ring_rearm_add(struct rs_ring *r, struct rs_esock *e)
 {
+	rs_assert(rs_ring_held(r));
 	if (e->on_rearm)
 		return;
 	e->on_rearm = 1;
@@ -527,6 +552,7 @@ void rs_ring_rearm_add(struct rs_ring *r, struct rs_esock *e)
 
 void rs_ring_detach_add(struct rs_ring *r, struct rs_esock *e)
 {
+	rs_assert(rs_ring_held(r));
 	if (e->on_detach)
 		return;
 	e->on_detach = 1;
@@ -536,6 +562,7 @@ void rs_ring_detach_add(struct rs_ring *r, struct rs_esock *e)
 
 void rs_ring_draining_add(struct rs_ring *r, struct rs_esock *e)
 {
+	rs_assert(rs_ring_held(r));
 	if (e->on_draining)
 		return;
 	e->on_draining = 1;
@@ -543,7 +570,8 @@ void rs_ring_draining_add(struct rs_ring *r, struct rs_esock *e)
 	r->draining = e;
 }
 
-/* Unlink e from the list at *head threaded through the link at offset off. */
+/* Unlink e from the list at *head threaded through the link at offset
+ * off (its flag said it is there: debug builds check). */
 static void list_del(struct rs_esock **head, struct rs_esock *e, size_t off)
 {
 	for (struct rs_esock **pp = head; *pp; pp = (struct rs_esock **)((char *)*pp + off))
@@ -551,6 +579,7 @@ static void list_del(struct rs_esock **head, struct rs_esock *e, size_t off)
 			*pp = *(struct rs_esock **)((char *)e + off);
 			return;
 		}
+	rs_assert(!"a socket flagged on a ring list is not on it");
 }
 
 void rs_ring_draining_del(struct rs_ring *r, struct rs_esock *e)
@@ -564,6 +593,7 @@ void rs_ring_draining_del(struct rs_ring *r, struct rs_esock *e)
 
 void rs_ring_forget(struct rs_ring *r, struct rs_esock *e)
 {
+	rs_assert(rs_ring_held(r));
 	if (e->on_txq) {
 		list_del(&r->txq, e, offsetof(struct rs_esock, txq_next));
 		e->on_txq = 0;
@@ -581,6 +611,7 @@ void rs_ring_forget(struct rs_ring *r, struct rs_esock *e)
 
 struct rs_esock *rs_ring_txq_take(struct rs_ring *r)
 {
+	rs_assert(rs_ring_held(r));
 	struct rs_esock *list = r->txq;
 	RS_STORE(r->txq, NULL); /* (the owner looks without the lock) */
 	for (struct rs_esock *e = list; e; e = e->txq_next)
@@ -677,6 +708,7 @@ void rs_rings_after_fork_child(void)
 {
 	pthread_mutex_init(&all_lock, NULL);
 	for (struct rs_ring *r = all_rings; r; r = r->all_next) {
+		set_owner(r, 0);
 		if (r->dead) {
 			pthread_mutex_init(&r->lock, NULL);
 			continue;

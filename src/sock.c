@@ -85,6 +85,7 @@ static void lock_e(struct rs_esock *e)
 
 void rs_esock_unlock(struct rs_esock *e)
 {
+	rs_assert_esock_locked(e);
 	if (held_ring)
 		rs_ring_unlock(held_ring);
 	else

@@ -218,6 +218,7 @@ static void maybe_finish(struct rs_ring *r, struct rs_tcp *t)
 static void process_detach(struct rs_ring *r, struct rs_esock *e)
 {
 	struct rs_tcp *t = rs_tcp_of(e);
+	rs_tcpq_check(t);
 	rs_tcp_cancel_recv(r, t);
 	rs_tcp_submit_tx(r, t);
 	maybe_finish(r, t);
@@ -256,6 +257,7 @@ static void complete(struct rs_ring *r, struct rs_esock *e, int op, struct io_ur
 		t->ops_inflight--;
 		break;
 	}
+	rs_tcpq_check(t);
 	if (edge && !t->e.closing)
 		rs_ep_sock_changed(&t->e);
 	maybe_finish(r, t);

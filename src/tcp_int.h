@@ -153,6 +153,11 @@ static inline struct rs_txseg *rs_txq_at(struct rs_tcp *t, uint32_t i)
 void rs_txq_consume(struct rs_tcp *t, size_t n, struct rs_ring *r);
 void rs_txq_drop_all(struct rs_tcp *t, struct rs_ring *r);
 size_t rs_iov_total(const struct iovec *iov, int n);
+#ifdef RS_DEBUG
+void rs_tcpq_check(struct rs_tcp *t); /* the counts agree with the queues */
+#else
+#define rs_tcpq_check(t) ((void)0)
+#endif
 /* The errors kept with the queues: */
 /* A receive's error (rx_err) taken: the stream then reads as ended and
  * sends fail with EPIPE. */

@@ -367,6 +367,7 @@ static ssize_t or_tx_error(struct rs_tcp *t, ssize_t r)
 
 ssize_t rs_tcp_recv(struct rs_tcp *t, const struct iovec *iov, int iovcnt, int flags)
 {
+	rs_tcpq_check(t);
 	size_t want = rs_iov_total(iov, iovcnt); /* with MSG_TRUNC: bytes to discard */
 	int will_block = !t->e.sock->nonblock && !(flags & MSG_DONTWAIT);
 	for (int round = 0;; round++) {

@@ -223,6 +223,7 @@ static int take_send_error(struct rs_tcp *t)
 
 ssize_t rs_tcp_send(struct rs_tcp *t, const struct iovec *iov, int iovcnt, int flags)
 {
+	rs_tcpq_check(t);
 	if (t->e.drain && rs_drain_done(t->e.drain))
 		rs_tcp_drain_end(t);
 	rs_rxq_shared_err(t);

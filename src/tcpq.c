@@ -369,3 +369,29 @@ void rs_tcp_set_tx_err(struct rs_tcp *t, int e)
 	t->tx_err_eof = t->rx_eof;
 }
 
+
+#ifdef RS_DEBUG
+/* Debug builds: the counts agree with the queues, and t's lock is held. */
+void rs_tcpq_check(struct rs_tcp *t)
+{
+	rs_assert_esock_locked(&t->e);
+	rs_assert(t->rx_cnt <= t->rx_cap && t->tx_cnt <= t->tx_cap);
+	uint64_t bytes = 0;
+	uint32_t bufs = 0;
+	for (uint32_t i = 0; i < t->rx_cnt; i++) {
+		struct rs_rxseg *g = rx_at(t, i);
+		rs_assert(g->off <= g->len);
+		bytes += g->len - g->off;
+		bufs += g->bid >= 0;
+	}
+	for (uint32_t id1 = t->ovf_head; id1; id1 = ovf_slot(t, id1)->next, bufs++)
+		bytes += ovf_slot(t, id1)->len - ovf_slot(t, id1)->off;
+	rs_assert(bytes == t->rx_bytes && bufs == t->rx_bufs);
+	bytes = 0;
+	for (uint32_t i = 0; i < t->tx_cnt; i++)
+		bytes += rs_txq_at(t, i)->len;
+	rs_assert(bytes == t->tx_bytes);
+	rs_assert(t->ops_inflight >= (uint32_t)t->e.recv_armed + t->send_inflight);
+	rs_assert(!t->e.recv_armed || t->e.owner);
+}
+#endif
