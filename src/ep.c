@@ -256,6 +256,206 @@ static int collect(struct rs_ep *ep, struct rs_ring *r, struct epoll_event *evs,
 	return n;
 }
 
+/* One round of a wait: the state the steps below share. */
+struct round {
+	int n;                   /* events from engine state, at the head of evs */
+	int nforeign;            /* sockets other threads own, to detach */
+	struct rs_sock *foreign[8];
+	int ffd[8];
+	int transient;           /* a socket in hand-over: look again soon */
+	int fetch;               /* ask the kernel's set */
+	int wake;                /* woken by the engine: what it brought is on
+				  * the ready list */
+};
+
+/* RINGSOCK_WAIT=ring: block in io_uring_enter with the set itself polled
+ * through the ring, so one system call both sends what is queued and
+ * wakes on the next completion; the kernel's part of the set is fetched
+ * only when the set became readable.  Only while this thread's ring will
+ * bring something: receives armed, or sends to submit.  A set of kernel
+ * fds, or of sockets that still read through the kernel (new ones), is
+ * cheaper to wait on with epoll_wait itself (the ring's eventfd is in the
+ * set, so the ring still wakes it). */
+static int use_ring_mode(struct rs_ring *r)
+{
+	if (!r || rs_rt.cfg.v[RS_K_WAIT] != RS_WAIT_RING)
+		return 0;
+	rs_ring_lock(r);
+	int m = r->owned != NULL && (r->nrecv || r->txq || r->sq_sends);
+	rs_ring_unlock(r);
+	return m;
+}
+
+/* The engine's part of a round, under this thread's ring lock: progress,
+ * then the ready list.  1: look again at once. */
+static int engine_round(struct rs_ep *ep, int epfd, struct rs_ring *r, struct epoll_event *evs, int max,
+			int ring_mode, int block, struct round *rd)
+{
+	rs_ring_lock(r);
+	int sleepy = ring_mode && block, entered = 0;
+	if (sleepy) {
+		/* completions only: what the program queued goes out with the
+		 * sleep, or before returning */
+		rs_ring_poll_arm(r, epfd, ep);
+		entered = rs_ring_catch_up(r);
+	} else {
+		rs_ring_progress(r);
+	}
+	rd->n = collect(ep, r, evs, max, rd->foreign, &rd->nforeign, rd->ffd, &rd->transient);
+	if (sleepy && !entered && (rd->n || rd->nforeign))
+		rs_ring_submit(r);
+	if (ring_mode) {
+		/* A poll armed and not fired: the set has had nothing since it
+		 * was armed (a one-shot poll completes at once if the set is
+		 * readable when armed). */
+		rd->fetch = rs_ring_poll_needed(r, ep);
+	}
+	if (!rd->n && block && !rd->nforeign) {
+		rs_epr_ring_in(ep, r);
+		if (ring_mode) {
+			if (rs_ring_has_completions(r)) {
+				rs_ring_unlock(r);
+				return 1;
+			}
+		} else {
+			rs_ring_evfd_quiet(r, 0);
+			if (rs_ring_has_work(r)) {
+				rs_ring_evfd_quiet(r, 1);
+				rs_ring_unlock(r);
+				return 1;
+			}
+		}
+	}
+	rs_ring_unlock(r);
+	return 0;
+}
+
+/* Merge events for data into an event of evs[0..n) with the same data;
+ * 0 if there is none. */
+static int merge(struct epoll_event *evs, int n, uint64_t data, uint32_t events)
+{
+	for (int j = 0; j < n; j++)
+		if (evs[j].data.u64 == data) {
+			evs[j].events |= events;
+			return 1;
+		}
+	return 0;
+}
+
+/* A kernel event for a registration in engine mode: an ERR/HUP edge, room
+ * in a full send buffer, or a bulk reader's input.  Returns the event to
+ * report (0: none); the engine's own answer comes from its ready list. */
+static uint32_t engine_sock_event(struct rs_ep *ep, struct rs_epreg *g, uint32_t events)
+{
+	struct rs_esock *kt = g->s ? atomic_load(&g->s->eng) : NULL;
+	if (kt && (events & (EPOLLERR | EPOLLHUP))) {
+		/* a reset or hang-up: engine readiness asks the kernel about
+		 * it from now on */
+		rs_esock_kernel_hup(kt, events);
+		if (!rs_epr_kernel_input(g)) {
+			rs_mutex_lock(&ep->lock);
+			g->edge = 1;
+			rs_epr_ready_push(ep, g);
+			rs_mutex_unlock(&ep->lock);
+		}
+	}
+	if ((events & EPOLLOUT) && kt && RS_LOAD(kt->kfull)) {
+		/* the kernel's buffer has room again */
+		RS_STORE(kt->kfull, 0);
+		rs_mutex_lock(&ep->lock);
+		g->edge = 1;
+		rs_epr_ready_push(ep, g);
+		rs_mutex_unlock(&ep->lock);
+	}
+	if ((events & EPOLLOUT) && !(g->kev & EPOLLET)) {
+		/* level-triggered room: watched no longer */
+		rs_mutex_lock(&rs_ep_ctl_lock);
+		rs_epr_sync(g);
+		rs_mutex_unlock(&rs_ep_ctl_lock);
+	}
+	uint32_t kev_out = events & EPOLLOUT;
+	events &= ~(uint32_t)(EPOLLOUT | EPOLLWRNORM);
+	/* (one-shot: the engine's half of this round's report may have
+	 * disabled it; the kernel's half joins it) */
+	if (!rs_epr_kernel_input(g) || (g->disabled && g->seen != ep->round))
+		return 0;
+	/* A bulk reader's input, reported by the kernel; an edge carries the
+	 * whole mask, as the kernel's does, with writability as the engine
+	 * has it. */
+	events &= g->events | EPOLLHUP | EPOLLERR;
+	if ((g->events & (EPOLLET | EPOLLOUT)) == (EPOLLET | EPOLLOUT) && (events || kev_out) && kt &&
+	    rs_esock_writable(kt))
+		events |= EPOLLOUT;
+	if (events && (g->events & EPOLLONESHOT))
+		g->disabled = 1;
+	return events;
+}
+
+/* A kernel event for a registration of a socket the kernel serves (never
+ * armed, or detached): with what the engine still holds for it.  0: not
+ * reported. */
+static int kernel_sock_event(struct rs_ep *ep, struct rs_epreg *g, uint32_t *ev)
+{
+	if (g->disabled && g->seen != ep->round)
+		return 0; /* one-shot, fired from engine state: the kernel's
+			   * registration still has ERR/HUP */
+	uint32_t events = *ev;
+	struct rs_esock *t = g->s ? atomic_load(&g->s->eng) : NULL;
+	if (t && !rs_esock_passive(t) && RS_LOAD(t->mode) == RS_ES_DETACHED) {
+		/* what the engine still holds for it */
+		unsigned held = t->ops->held_events(t);
+		if (held & EPOLLIN)
+			events |= (EPOLLIN | EPOLLRDNORM) & g->events;
+		events |= held & EPOLLERR;
+	}
+	if (g->events & EPOLLONESHOT)
+		g->disabled = 1; /* as the kernel's registration now is, should
+				  * the engine take the socket */
+	*ev = events;
+	return 1;
+}
+
+/* Translate the kernel's k entries after the round's n engine events:
+ * cookies back to the application's data, engine sockets' edges into
+ * engine readiness.  Returns the events in evs. */
+static int translate(struct rs_ep *ep, struct epoll_event *evs, long k, struct round *rd)
+{
+	int n = rd->n, out = n;
+	for (long i = 0; i < k; i++) {
+		struct epoll_event e = evs[n + i];
+		struct rs_epreg *g = rs_epr_cookie(ep, e.data.u64);
+		if (!g) {
+			/* Not a cookie: an fd the engine does not track. */
+			evs[out++] = e;
+			continue;
+		}
+		if (g->ring) {
+			rd->wake = 1;
+			continue;
+		}
+		if (g->engine) {
+			rd->wake = 1; /* HUP/ERR edge of an engine socket */
+			e.events = engine_sock_event(ep, g, e.events);
+			if (!e.events)
+				continue;
+			e.data.u64 = g->data;
+			if (!(g->seen == ep->round && merge(evs, n, g->data, e.events)))
+				evs[out++] = e;
+			continue;
+		}
+		uint32_t ev = e.events;
+		if (!kernel_sock_event(ep, g, &ev))
+			continue;
+		e.events = ev;
+		e.data.u64 = g->data;
+		/* also reported from engine state this round: merge */
+		if (g->seen == ep->round && out > 0 && merge(evs, n, g->data, e.events))
+			continue;
+		evs[out++] = e;
+	}
+	return out;
+}
+
 int rs_ep_wait(int epfd, struct epoll_event *evs, int max, int timeout_ms, const sigset_t *ss,
 	       const struct timespec *tmo)
 {
@@ -277,94 +477,44 @@ int rs_ep_wait(int epfd, struct epoll_event *evs, int max, int timeout_ms, const
 			     (tmo->tv_nsec % 1000000 ? 1 : 0);
 	if (timeout_ms > 0)
 		deadline = rs_now_ns() + (int64_t)timeout_ms * 1000000;
-	/* RINGSOCK_WAIT=ring: block in io_uring_enter with the set itself
-	 * polled through the ring, so one system call both sends what is queued
-	 * and wakes on the next completion; the kernel's part of the set is
-	 * fetched only when the set became readable. */
-	int ring_mode = 0;
-	if (r && rs_rt.cfg.v[RS_K_WAIT] == RS_WAIT_RING) {
-		/* only while this thread's ring will bring something: receives
-		 * armed, or sends to submit.  A set of kernel fds, or of sockets
-		 * that still read through the kernel (new ones), is cheaper to
-		 * wait on with epoll_wait itself (the ring's eventfd is in the
-		 * set, so the ring still wakes it). */
-		rs_ring_lock(r);
-		ring_mode = r->owned != NULL && (r->nrecv || r->txq || r->sq_sends);
-		rs_ring_unlock(r);
-	}
+	int ring_mode = use_ring_mode(r);
 	int looked_again = 0;
 	for (;;) {
-		int n = 0, nforeign = 0, wake = 0, transient = 0;
-		struct rs_sock *foreign[8];
-		int ffd[8];
+		struct round rd = { .fetch = 1 };
 		int block = timeout_ms != 0;
-		int fetch = 1; /* ask the kernel's set */
 		if (r) {
-			rs_ring_lock(r);
-			int sleepy = ring_mode && block, entered = 0;
-			if (sleepy) {
-				/* completions only: what the program queued goes out
-				 * with the sleep below, or before returning */
-				rs_ring_poll_arm(r, epfd, ep);
-				entered = rs_ring_catch_up(r);
-			} else {
-				rs_ring_progress(r);
-			}
-			n = collect(ep, r, evs, max, foreign, &nforeign, ffd, &transient);
-			if (sleepy && !entered && (n || nforeign))
-				rs_ring_submit(r);
-			if (ring_mode) {
-				/* A poll armed and not fired: the set has had nothing
-				 * since it was armed (a one-shot poll completes at once
-				 * if the set is readable when armed). */
-				fetch = rs_ring_poll_needed(r, ep);
-			}
-			if (!n && block && !nforeign) {
-				rs_epr_ring_in(ep, r);
-				if (ring_mode) {
-					if (rs_ring_has_completions(r)) {
-						rs_ring_unlock(r);
-						continue;
-					}
-				} else {
-					rs_ring_evfd_quiet(r, 0);
-					if (rs_ring_has_work(r)) {
-						rs_ring_evfd_quiet(r, 1);
-						rs_ring_unlock(r);
-						continue;
-					}
-				}
-			}
-			rs_ring_unlock(r);
+			if (engine_round(ep, epfd, r, evs, max, ring_mode, block, &rd))
+				continue;
 		} else {
 			/* No ring here: sockets of other threads in this set. */
-			n = collect(ep, NULL, evs, max, foreign, &nforeign, ffd, &transient);
+			rd.n = collect(ep, NULL, evs, max, rd.foreign, &rd.nforeign, rd.ffd, &rd.transient);
 		}
-		for (int i = 0; i < nforeign; i++)
-			rs_sock_before_kernel(foreign[i], ffd[i], RINGSOCK_PT_THREAD);
-		if (nforeign) {
+		for (int i = 0; i < rd.nforeign; i++)
+			rs_sock_before_kernel(rd.foreign[i], rd.ffd[i], RINGSOCK_PT_THREAD);
+		if (rd.nforeign) {
 			if (r)
 				rs_ring_evfd_quiet(r, 1);
 			continue;
 		}
+		int n = rd.n;
 		int t_ms = n ? 0 : timeout_ms;
 		if (t_ms > 0 && deadline >= 0) {
 			int64_t left = deadline - rs_now_ns();
 			t_ms = left <= 0 ? 0 : (int)((left + 999999) / 1000000);
 		}
 		if (r && RS_LOAD(r->tr_stale) && !ring_mode)
-			transient = 1; /* work the ring may hide: look again soon */
-		if (transient && (t_ms < 0 || t_ms > 10)) {
+			rd.transient = 1; /* work the ring may hide: look again soon */
+		if (rd.transient && (t_ms < 0 || t_ms > 10)) {
 			t_ms = 10; /* a socket in hand-over: look again soon */
-			wake = 1;
+			rd.wake = 1;
 		}
 		long k = 0;
 		int sleeps = !ring_mode && t_ms != 0;
 		if (sleeps)
 			rs_sig_clear();
-		if (fetch && sleeps) /* a cancellation point, like libc's */
+		if (rd.fetch && sleeps) /* a cancellation point, like libc's */
 			k = rs_blocking_syscall(SYS_epoll_pwait, epfd, (long)(evs + n), max - n, t_ms, (long)ss, 8);
-		else if (fetch)
+		else if (rd.fetch)
 			k = rs_syscall(SYS_epoll_pwait, epfd, evs + n, max - n, 0, ss, 8);
 		if (k == -EINTR && sleeps && !rs_sig_take() && !rs_sig_untracked_any()) {
 			/* No handler ran: the kernel cut the sleep for io_uring task
@@ -391,114 +541,14 @@ int rs_ep_wait(int epfd, struct epoll_event *evs, int max, int timeout_ms, const
 			int e = rs_ring_sleep(r, t_ms, ss);
 			if (e == -EINTR || rs_sig_take())
 				return -EINTR;
-			if (e == -ETIME && (!wake || (deadline >= 0 && rs_now_ns() >= deadline)))
+			if (e == -ETIME && (!rd.wake || (deadline >= 0 && rs_now_ns() >= deadline)))
 				return 0;
 			continue;
 		}
 		if (k < 0)
 			return n ? n : (int)k;
-		/* Translate the kernel's entries. */
-		int out = n;
-		for (long i = 0; i < k; i++) {
-			struct epoll_event e = evs[n + i];
-			struct rs_epreg *g = rs_epr_cookie(ep, e.data.u64);
-			if (!g) {
-				/* Not a cookie: an fd the engine does not track. */
-				evs[out++] = e;
-				continue;
-			}
-			if (g->ring) {
-				wake = 1;
-				continue;
-			}
-			if (g->engine) {
-				wake = 1; /* HUP/ERR edge of an engine socket */
-				struct rs_esock *kt = g->s ? atomic_load(&g->s->eng) : NULL;
-				if (kt && (e.events & (EPOLLERR | EPOLLHUP))) {
-					/* a reset or hang-up: engine readiness asks
-					 * the kernel about it from now on */
-					rs_esock_kernel_hup(kt, e.events);
-					if (!rs_epr_kernel_input(g)) {
-						rs_mutex_lock(&ep->lock);
-						g->edge = 1;
-						rs_epr_ready_push(ep, g);
-						rs_mutex_unlock(&ep->lock);
-					}
-				}
-				if ((e.events & EPOLLOUT) && kt && RS_LOAD(kt->kfull)) {
-					/* the kernel's buffer has room again */
-					RS_STORE(kt->kfull, 0);
-					rs_mutex_lock(&ep->lock);
-					g->edge = 1;
-					rs_epr_ready_push(ep, g);
-					rs_mutex_unlock(&ep->lock);
-				}
-				if ((e.events & EPOLLOUT) && !(g->kev & EPOLLET)) {
-					/* level-triggered room: watched no longer */
-					rs_mutex_lock(&rs_ep_ctl_lock);
-					rs_epr_sync(g);
-					rs_mutex_unlock(&rs_ep_ctl_lock);
-				}
-				uint32_t kev_out = e.events & EPOLLOUT;
-				e.events &= ~(uint32_t)(EPOLLOUT | EPOLLWRNORM);
-				/* (one-shot: the engine's half of this round's
-				 * report may have disabled it; the kernel's half
-				 * joins it) */
-				if (!rs_epr_kernel_input(g) || (g->disabled && g->seen != ep->round))
-					continue;
-				/* A bulk reader's input, reported by the kernel; an
-				 * edge carries the whole mask, as the kernel's does,
-				 * with writability as the engine has it. */
-				e.events &= g->events | EPOLLHUP | EPOLLERR;
-				if ((g->events & (EPOLLET | EPOLLOUT)) == (EPOLLET | EPOLLOUT) && (e.events || kev_out) &&
-				    kt && rs_esock_writable(kt))
-					e.events |= EPOLLOUT;
-				if (!e.events)
-					continue;
-				if (g->events & EPOLLONESHOT)
-					g->disabled = 1;
-				e.data.u64 = g->data;
-				int merged = 0;
-				for (int j = 0; j < n && g->seen == ep->round; j++)
-					if (evs[j].data.u64 == g->data) {
-						evs[j].events |= e.events;
-						merged = 1;
-						break;
-					}
-				if (!merged)
-					evs[out++] = e;
-				continue;
-			}
-			if (g->disabled && g->seen != ep->round)
-				continue; /* one-shot, fired from engine state: the
-					   * kernel's registration still has ERR/HUP */
-			struct rs_esock *t = g->s ? atomic_load(&g->s->eng) : NULL;
-			if (t && !rs_esock_passive(t) && RS_LOAD(t->mode) == RS_ES_DETACHED) {
-				/* what the engine still holds for it */
-				unsigned held = t->ops->held_events(t);
-				if (held & EPOLLIN)
-					e.events |= (EPOLLIN | EPOLLRDNORM) & g->events;
-				e.events |= held & EPOLLERR;
-			}
-			if (g->events & EPOLLONESHOT)
-				g->disabled = 1; /* as the kernel's registration now is,
-						  * should the engine take the socket */
-			e.data.u64 = g->data;
-			if (g->seen == ep->round && out > 0) {
-				/* also reported from engine state this round: merge */
-				int merged = 0;
-				for (int j = 0; j < n; j++)
-					if (evs[j].data.u64 == g->data) {
-						evs[j].events |= e.events;
-						merged = 1;
-						break;
-					}
-				if (merged)
-					continue;
-			}
-			evs[out++] = e;
-		}
-		if (out > 0 || !wake)
+		int out = translate(ep, evs, k, &rd);
+		if (out > 0 || !rd.wake)
 			return out;
 		/* Woken by a completion, an ERR/HUP edge of an engine socket or
 		 * a ring's eventfd: what it brought is on the ready list now.  A

@@ -221,51 +221,26 @@ static int take_send_error(struct rs_tcp *t)
 	return e;
 }
 
-ssize_t rs_tcp_send(struct rs_tcp *t, const struct iovec *iov, int iovcnt, int flags)
+/* A send on a socket leaving the engine: after what the owner still has,
+ * the kernel's. */
+static ssize_t send_leaving(struct rs_tcp *t, const struct iovec *iov, int iovcnt, int flags)
 {
-	rs_tcpq_check(t);
-	if (t->e.drain && rs_drain_done(t->e.drain))
-		rs_tcp_drain_end(t);
-	rs_rxq_shared_err(t);
-	if (t->e.mode != RS_ES_ARMED) {
-		if (t->tx_err || t->rx_err)
-			return send_error(take_send_error(t), flags);
-		if (t->tx_cnt || t->send_inflight || t->e.drain) {
-			/* The owner still has earlier bytes: they go first. */
-			if (t->e.mode == RS_ES_DETACHING && !t->send_inflight)
-				rs_tcp_flush_direct(t);
-			if (t->tx_cnt || t->send_inflight || t->e.drain)
-				return -EAGAIN;
-		}
-		struct msghdr m = { .msg_iov = (struct iovec *)iov, .msg_iovlen = (size_t)iovcnt };
-		return rs_syscall(SYS_sendmsg, t->e.fd, &m, flags | MSG_DONTWAIT);
-	}
-	if (!t->e.sock->nonblock && t->e.owner == rs_ring_tls && rs_ring_has_input_work(t->e.owner)) {
-		/* A blocking socket (a thread per connection, mostly) sees what
-		 * has happened to it before the send is accepted, as the kernel
-		 * would: its receive runs and meets a reset or the peer's end.
-		 * Event loops keep batching. */
-		rs_ring_progress(t->e.owner);
-	}
 	if (t->tx_err || t->rx_err)
 		return send_error(take_send_error(t), flags);
-	if (t->shut_wr || t->epipe_pending) {
-		/* The send fails; the kernel says how: EPIPE, or a reset it
-		 * holds (ECONNRESET after SHUT_WR). */
-		struct msghdr m = { .msg_iov = (struct iovec *)iov, .msg_iovlen = (size_t)iovcnt };
-		long k = rs_syscall(SYS_sendmsg, t->e.fd, &m, flags | MSG_DONTWAIT | MSG_NOSIGNAL);
-		return k >= 0 ? k : send_error((int)-k, flags);
-	}
-	size_t total = rs_iov_total(iov, iovcnt);
-	if (total == 0)
-		return 0;
-	struct rs_ring *r = t->e.owner;
-	if (t->e.drain || t->tx_bytes >= t->tx_limit) {
-		if (rs_ring_has_work(r))
-			rs_ring_progress(r);
-		if (t->e.drain || t->tx_bytes >= t->tx_limit)
+	if (t->tx_cnt || t->send_inflight || t->e.drain) {
+		/* The owner still has earlier bytes: they go first. */
+		if (t->e.mode == RS_ES_DETACHING && !t->send_inflight)
+			rs_tcp_flush_direct(t);
+		if (t->tx_cnt || t->send_inflight || t->e.drain)
 			return -EAGAIN;
 	}
+	struct msghdr m = { .msg_iov = (struct iovec *)iov, .msg_iovlen = (size_t)iovcnt };
+	return rs_syscall(SYS_sendmsg, t->e.fd, &m, flags | MSG_DONTWAIT);
+}
+
+/* Does this send go straight to the kernel (nothing of ours queued)? */
+static int send_to_kernel(struct rs_tcp *t, size_t total)
+{
 	size_t direct = (size_t)rs_rt.cfg.v[RS_K_DIRECT_THRESHOLD];
 	/* A blocking ping-pong socket's one send per round (its reads go to
 	 * the kernel): nothing to batch it with, so the kernel's send. */
@@ -276,35 +251,41 @@ ssize_t rs_tcp_send(struct rs_tcp *t, const struct iovec *iov, int iovcnt, int f
 	int shared = s->born_gen != __atomic_load_n(&rs_fork_gen, __ATOMIC_RELAXED);
 	if (!s->nonblock && RS_LOAD(s->tx_run) < 2)
 		RS_STORE(s->tx_run, RS_LOAD(s->tx_run) + 1);
-	if (!t->tx_cnt && !t->send_inflight &&
-	    ((direct && total >= direct) || RS_LOAD(t->e.kfull) || !t->sent || t->rx_eof || RS_LOAD(t->e.k_hup) ||
-	     pp || shared)) {
-		/* A large send with nothing queued: straight into the kernel's
-		 * buffer, one copy.  The same while the kernel's buffer was last
-		 * seen full: a partial count or EAGAIN, as the kernel says.  And
-		 * the socket's first send: it may have been shut down or reset
-		 * before the engine saw it, and the kernel says so at once; and
-		 * so after the peer's end (FIN), or once the kernel reported
-		 * ERR/HUP to a poll, when a reset that only the kernel has seen
-		 * fails the send. */
-		t->sent = 1;
-		struct msghdr m = { .msg_iov = (struct iovec *)iov, .msg_iovlen = (size_t)iovcnt };
-		long k = rs_syscall(SYS_sendmsg, t->e.fd, &m, flags | MSG_DONTWAIT | MSG_NOSIGNAL);
-		if (k == -EPIPE || k == -ECONNRESET) {
-			t->epipe_pending = 1;
-			return send_error((int)-k, flags);
-		}
-		int full = k == -EAGAIN || (k >= 0 && (size_t)k < total);
-		RS_STORE(t->e.kfull, full);
-		if (full)
-			rs_ep_sock_kfull(&t->e);
-		if (k != -EAGAIN)
-			rs_stat_add(RS_C_DIRECT, 1);
-		return k;
+	/* A large send: straight into the kernel's buffer, one copy.  The
+	 * same while the kernel's buffer was last seen full: a partial count
+	 * or EAGAIN, as the kernel says.  And the socket's first send: it may
+	 * have been shut down or reset before the engine saw it, and the
+	 * kernel says so at once; and so after the peer's end (FIN), or once
+	 * the kernel reported ERR/HUP to a poll, when a reset that only the
+	 * kernel has seen fails the send. */
+	return !t->tx_cnt && !t->send_inflight &&
+	       ((direct && total >= direct) || RS_LOAD(t->e.kfull) || !t->sent || t->rx_eof ||
+		RS_LOAD(t->e.k_hup) || pp || shared);
+}
+
+static ssize_t send_direct(struct rs_tcp *t, const struct iovec *iov, int iovcnt, size_t total, int flags)
+{
+	t->sent = 1;
+	struct msghdr m = { .msg_iov = (struct iovec *)iov, .msg_iovlen = (size_t)iovcnt };
+	long k = rs_syscall(SYS_sendmsg, t->e.fd, &m, flags | MSG_DONTWAIT | MSG_NOSIGNAL);
+	if (k == -EPIPE || k == -ECONNRESET) {
+		t->epipe_pending = 1;
+		return send_error((int)-k, flags);
 	}
-	if (!t->txs && !(t->txs = malloc(sizeof(*t->txs))))
-		return -ENOMEM;
-	size_t room = t->tx_limit - t->tx_bytes, n = total < room ? total : room;
+	int full = k == -EAGAIN || (k >= 0 && (size_t)k < total);
+	RS_STORE(t->e.kfull, full);
+	if (full)
+		rs_ep_sock_kfull(&t->e);
+	if (k != -EAGAIN)
+		rs_stat_add(RS_C_DIRECT, 1);
+	return k;
+}
+
+/* Copy up to n bytes of the iovec into send memory and queue them: the
+ * LINEAR_FIRST buffer, the socket's TX_CACHE chunk, or the thread's frag
+ * pool.  Returns the bytes queued (short when memory runs out). */
+static size_t queue_copy(struct rs_ring *r, struct rs_tcp *t, const struct iovec *iov, size_t n)
+{
 	size_t done = 0;
 	int vi = 0;
 	size_t voff = 0;
@@ -351,6 +332,49 @@ ssize_t rs_tcp_send(struct rs_tcp *t, const struct iovec *iov, int iovcnt, int f
 		t->tx_bytes += k;
 		done += k;
 	}
+	return done;
+}
+
+ssize_t rs_tcp_send(struct rs_tcp *t, const struct iovec *iov, int iovcnt, int flags)
+{
+	rs_tcpq_check(t);
+	if (t->e.drain && rs_drain_done(t->e.drain))
+		rs_tcp_drain_end(t);
+	rs_rxq_shared_err(t);
+	if (t->e.mode != RS_ES_ARMED)
+		return send_leaving(t, iov, iovcnt, flags);
+	if (!t->e.sock->nonblock && t->e.owner == rs_ring_tls && rs_ring_has_input_work(t->e.owner)) {
+		/* A blocking socket (a thread per connection, mostly) sees what
+		 * has happened to it before the send is accepted, as the kernel
+		 * would: its receive runs and meets a reset or the peer's end.
+		 * Event loops keep batching. */
+		rs_ring_progress(t->e.owner);
+	}
+	if (t->tx_err || t->rx_err)
+		return send_error(take_send_error(t), flags);
+	if (t->shut_wr || t->epipe_pending) {
+		/* The send fails; the kernel says how: EPIPE, or a reset it
+		 * holds (ECONNRESET after SHUT_WR). */
+		struct msghdr m = { .msg_iov = (struct iovec *)iov, .msg_iovlen = (size_t)iovcnt };
+		long k = rs_syscall(SYS_sendmsg, t->e.fd, &m, flags | MSG_DONTWAIT | MSG_NOSIGNAL);
+		return k >= 0 ? k : send_error((int)-k, flags);
+	}
+	size_t total = rs_iov_total(iov, iovcnt);
+	if (total == 0)
+		return 0;
+	struct rs_ring *r = t->e.owner;
+	if (t->e.drain || t->tx_bytes >= t->tx_limit) {
+		if (rs_ring_has_work(r))
+			rs_ring_progress(r);
+		if (t->e.drain || t->tx_bytes >= t->tx_limit)
+			return -EAGAIN;
+	}
+	if (send_to_kernel(t, total))
+		return send_direct(t, iov, iovcnt, total, flags);
+	if (!t->txs && !(t->txs = malloc(sizeof(*t->txs))))
+		return -ENOMEM;
+	size_t room = t->tx_limit - t->tx_bytes;
+	size_t done = queue_copy(r, t, iov, total < room ? total : room);
 	if (!done)
 		return -ENOMEM;
 	rs_stat_add(RS_C_CALLS_NOSYS, 1);

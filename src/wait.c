@@ -25,21 +25,103 @@ static unsigned to_poll(unsigned ev)
 /* What an entry is to us. */
 enum { K_KERNEL, K_ENGINE, K_LEFTOVER };
 
+static struct rs_esock *esock_of(int fd)
+{
+	struct rs_sock *s = rs_fd_peek(fd);
+	return s ? atomic_load(&s->eng) : NULL;
+}
+
+/* Is any entry an engine socket?  (A known epoll set among them is watched
+ * from outside from now on: its engine sockets go back to the kernel.) */
+static int engine_involved(struct pollfd *fds, unsigned long n)
+{
+	for (unsigned long i = 0; i < n; i++) {
+		struct rs_esock *t = esock_of(fds[i].fd);
+		if (t && !rs_esock_passive(t))
+			return 1;
+		if (fds[i].fd >= 0 && rs_ep_known(fds[i].fd))
+			rs_ep_demote_nested(fds[i].fd);
+	}
+	return 0;
+}
+
+/* One round's engine answers (r locked): k[] is what the kernel is asked,
+ * kind[] what each entry is, revents the engine's answer so far.  Returns
+ * the entries ready; *transient: one is in hand-over, look again soon. */
+static int engine_answers(struct pollfd *fds, unsigned long n, struct rs_ring *r, struct pollfd *k,
+			  unsigned char *kind, int *transient)
+{
+	int ready = 0;
+	for (unsigned long i = 0; i < n; i++) {
+		k[i] = fds[i];
+		k[i].revents = 0;
+		kind[i] = K_KERNEL;
+		struct rs_esock *t = esock_of(fds[i].fd);
+		if (!t || rs_esock_passive(t))
+			continue;
+		if (r && RS_LOAD(t->owner) == r && RS_LOAD(t->mode) == RS_ES_ARMED) {
+			kind[i] = K_ENGINE;
+			/* The kernel ignores it, or, for a bulk reader, reports its
+			 * input.  With no receive of ours in flight (the stream
+			 * ended, reads go to the kernel), a reset reaches only the
+			 * kernel: it is asked for ERR/HUP, and RDHUP. */
+			int no_recv = !RS_LOAD(t->recv_armed);
+			k[i].events &= (t->ops->kernel_input(t) ? (POLLIN | POLLRDNORM | POLLPRI | POLLRDHUP) : 0) |
+				       (RS_LOAD(t->kfull) ? (POLLOUT | POLLWRNORM) : 0) | (no_recv ? POLLRDHUP : 0);
+			if (!k[i].events && !no_recv)
+				k[i].fd = -1;
+			unsigned ev = to_poll(t->ops->readiness(t)) & ((unsigned)fds[i].events | POLLERR | POLLHUP);
+			k[i].revents = (short)ev;
+			ready += ev != 0;
+		} else {
+			/* Detached: data the engine still holds, then the kernel.
+			 * While detaching, the owner may still move data: look
+			 * again every few milliseconds. */
+			kind[i] = K_LEFTOVER;
+			*transient |= RS_LOAD(t->mode) == RS_ES_DETACHING;
+			unsigned held = t->ops->held_events(t);
+			if ((held & EPOLLIN) && (fds[i].events & (POLLIN | POLLRDNORM))) {
+				k[i].revents = (short)(fds[i].events & (POLLIN | POLLRDNORM));
+				ready++;
+			}
+			if (held & EPOLLERR) { /* taken from the kernel: ours to report */
+				k[i].revents |= POLLERR;
+				ready += k[i].revents == POLLERR;
+			}
+		}
+	}
+	return ready;
+}
+
+/* The answers: the engine's (saved) with the kernel's (k, kr: its result).
+ * What the kernel says of an engine socket updates its hints.  Returns the
+ * entries ready. */
+static int merge_answers(struct pollfd *fds, unsigned long n, const struct pollfd *k, const unsigned char *kind,
+			 const short *saved, long kr)
+{
+	int total = 0;
+	for (unsigned long i = 0; i < n; i++) {
+		if (kind[i] == K_ENGINE && kr >= 0) {
+			struct rs_esock *t = esock_of(fds[i].fd);
+			if (t && (k[i].revents & POLLOUT))
+				RS_STORE(t->kfull, 0); /* the kernel's buffer has room again */
+			if (t && (k[i].revents & (POLLERR | POLLHUP)))
+				rs_esock_kernel_hup(t, (unsigned)k[i].revents);
+		}
+		short rev = kind[i] != K_KERNEL ? (short)(saved[i] | (kr >= 0 ? k[i].revents : 0))
+			    : (kr >= 0 ? k[i].revents : 0);
+		fds[i].revents = rev;
+		total += rev != 0;
+	}
+	return total;
+}
+
 int rs_wait_poll(struct pollfd *fds, unsigned long n, int timeout_ms, const struct timespec *tmo,
 		 const sigset_t *ss, int *handled)
 {
 	struct rs_ring *r = rs_ring_tls;
 	*handled = 0;
-	int any = 0;
-	for (unsigned long i = 0; i < n && !any; i++) {
-		struct rs_sock *s = rs_fd_peek(fds[i].fd);
-		struct rs_esock *t = s ? atomic_load(&s->eng) : NULL;
-		if (t && !rs_esock_passive(t))
-			any = 1;
-		else if (fds[i].fd >= 0 && rs_ep_known(fds[i].fd))
-			rs_ep_demote_nested(fds[i].fd);
-	}
-	if (!any) {
+	if (!engine_involved(fds, n)) {
 		if (r && rs_ring_has_work(r)) {
 			rs_ring_lock(r);
 			rs_ring_progress(r);
@@ -69,53 +151,12 @@ int rs_wait_poll(struct pollfd *fds, unsigned long n, int timeout_ms, const stru
 	int64_t deadline = timeout_ms > 0 ? rs_now_ns() + (int64_t)timeout_ms * 1000000 : -1;
 	int result;
 	for (;;) {
-		int ready = 0, transient = 0;
-		if (r)
+		int transient = 0;
+		if (r) {
 			rs_ring_lock(r);
-		if (r)
 			rs_ring_progress(r);
-		for (unsigned long i = 0; i < n; i++) {
-			k[i] = fds[i];
-			k[i].revents = 0;
-			kind[i] = K_KERNEL;
-			struct rs_sock *s = rs_fd_peek(fds[i].fd);
-			struct rs_esock *t = s ? atomic_load(&s->eng) : NULL;
-			if (!t || rs_esock_passive(t))
-				continue;
-			if (r && RS_LOAD(t->owner) == r && RS_LOAD(t->mode) == RS_ES_ARMED) {
-				kind[i] = K_ENGINE;
-				/* The kernel ignores it, or, for a bulk reader, reports
-				 * its input. */
-				/* With no receive of ours in flight (the stream
-				 * ended, reads go to the kernel), a reset reaches
-				 * only the kernel: it is asked for ERR/HUP, and
-				 * RDHUP. */
-				int no_recv = !RS_LOAD(t->recv_armed);
-				k[i].events &= (t->ops->kernel_input(t) ? (POLLIN | POLLRDNORM | POLLPRI | POLLRDHUP) : 0) |
-					       (RS_LOAD(t->kfull) ? (POLLOUT | POLLWRNORM) : 0) | (no_recv ? POLLRDHUP : 0);
-				if (!k[i].events && !no_recv)
-					k[i].fd = -1;
-				unsigned ev = to_poll(t->ops->readiness(t)) &
-					      ((unsigned)fds[i].events | POLLERR | POLLHUP);
-				k[i].revents = (short)ev;
-				ready += ev != 0;
-			} else {
-				/* Detached: data the engine still holds, then the
-				 * kernel.  While detaching, the owner may still move
-				 * data: look again every few milliseconds. */
-				kind[i] = K_LEFTOVER;
-				transient |= RS_LOAD(t->mode) == RS_ES_DETACHING;
-				unsigned held = t->ops->held_events(t);
-				if ((held & EPOLLIN) && (fds[i].events & (POLLIN | POLLRDNORM))) {
-					k[i].revents = (short)(fds[i].events & (POLLIN | POLLRDNORM));
-					ready++;
-				}
-				if (held & EPOLLERR) { /* taken from the kernel: ours to report */
-					k[i].revents |= POLLERR;
-					ready += k[i].revents == POLLERR;
-				}
-			}
 		}
+		int ready = engine_answers(fds, n, r, k, kind, &transient);
 		unsigned long nk = n;
 		int blocking = !ready && timeout_ms != 0;
 		if (r && blocking) {
@@ -171,27 +212,7 @@ int rs_wait_poll(struct pollfd *fds, unsigned long n, int timeout_ms, const stru
 			result = (int)kr;
 			break;
 		}
-		int total = 0;
-		for (unsigned long i = 0; i < n; i++) {
-			if (kind[i] == K_ENGINE && kr >= 0 && (k[i].revents & POLLOUT)) {
-				/* the kernel's buffer has room again */
-				struct rs_sock *s = rs_fd_peek(fds[i].fd);
-				struct rs_esock *t = s ? atomic_load(&s->eng) : NULL;
-				if (t)
-					RS_STORE(t->kfull, 0);
-			}
-			if (kind[i] == K_ENGINE && kr >= 0 && (k[i].revents & (POLLERR | POLLHUP))) {
-				struct rs_sock *s = rs_fd_peek(fds[i].fd);
-				struct rs_esock *t = s ? atomic_load(&s->eng) : NULL;
-				if (t)
-					rs_esock_kernel_hup(t, (unsigned)k[i].revents);
-			}
-			short rev = kind[i] == K_ENGINE ? (short)(saved[i] | (kr >= 0 ? k[i].revents : 0))
-				    : kind[i] == K_LEFTOVER ? (short)(saved[i] | (kr >= 0 ? k[i].revents : 0))
-				    : (kr >= 0 ? k[i].revents : 0);
-			fds[i].revents = rev;
-			total += rev != 0;
-		}
+		int total = merge_answers(fds, n, k, kind, saved, kr);
 		if (saved != saved_stack)
 			free(saved);
 		if (total || (!wake && !sliced) || timeout_ms == 0 || (deadline >= 0 && rs_now_ns() >= deadline)) {
