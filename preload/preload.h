@@ -112,7 +112,7 @@ static inline void rs_count_call(int ours, int fam)
 static inline int rs_engine_serves(struct rs_sock *s)
 {
 	struct rs_esock *t = atomic_load_explicit(&s->eng, memory_order_acquire);
-	return t && RS_LOAD(t->mode) == RS_ES_ARMED;
+	return t && rs_esock_armed_on(t, NULL);
 }
 
 /* Common head of every fd trampoline: initialise if needed, count the call

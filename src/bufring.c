@@ -38,7 +38,7 @@ int rs_bufring_setup(struct rs_ring *r)
 	if (m == MAP_FAILED)
 		return -ENOMEM;
 	/* A fork child never uses this thread's buffers: held data is copied
-	 * out before fork (tcp.c). */
+	 * out before fork (tcp.c fork_prepare). */
 	madvise(m, b->map_len, MADV_DONTFORK);
 	b->br = m;
 	b->ovf = (struct rs_bufovf *)((char *)m + ring_len);

@@ -1,18 +1,26 @@
-/* engine.h - the io_uring engine's private interface.
+/* engine.h - the io_uring engine's private types and interface: the
+ * ring, buffers, frags, the drain thread, signals, the socket core, the
+ * epoll layer and the lifecycle.  (internal.h below it is what the whole
+ * library shares, the command's code included: counters, fd records,
+ * logging, process state; tcp_int.h and ep_int.h are private to their
+ * files.)
  *
  * Where things live: src/README.md (one line per file).
  *
- * Lock order (take them only in this order; from the code, not yet
- * asserted in debug builds):
- *   all_lock (ring.c: the list of rings)
+ * Lock order (take them only in this order; debug builds assert that a
+ * ring's lock is held where it must be):
+ *   the rings' list lock (ring.c, rs_rings_lock)
  *     -> a ring's lock (rs_ring_lock; fork takes every ring's, in list order)
- *       -> socks_lock (tcp.c: every engine socket, for fork)
- *         -> a detached socket's own mutex (rs_tcp.mu)
- *       -> ctl_lock (ep.c: registrations) -> an epoll set's lock (rs_ep.lock)
+ *       -> socks_lock (sock.c: every engine socket, for fork)
+ *         -> a detached socket's own mutex (rs_esock.mu)
+ *       -> rs_ep_ctl_lock (epreg.c: registrations)
+ *         -> an epoll set's lock (rs_ep.lock: its ready list)
  *       -> the drain lock (drain.c)
  *   A detached socket's mutex stands where a ring's lock does for the
- *   calls on it (then ctl_lock, ep lock); it is released before socks_lock
- *   is taken to free the socket.
+ *   calls on it (then rs_ep_ctl_lock, an ep lock); it is released before
+ *   socks_lock is taken to free the socket.  Which lock guards each field:
+ *   struct rs_ring and struct rs_esock below, struct rs_tcp in tcp_int.h,
+ *   the epoll records in ep_int.h.
  *
  * Ownership (see ringsock(7), IMPLEMENTATION):
  *   - A socket is armed on the ring of the thread that first needs it
@@ -165,7 +173,7 @@ struct rs_bufring {
 	unsigned short bgid;
 	unsigned pending;       /* added to the ring, tail not advanced yet */
 	unsigned held;          /* buffers handed out and not returned */
-	struct rs_bufovf *ovf;  /* one overflow slot per buffer (tcp.c rx_push) */
+	struct rs_bufovf *ovf;  /* one overflow slot per buffer (tcpq.c rs_rxq_push) */
 	size_t map_len;
 };
 /* A received buffer queued through the overflow chain instead of the
@@ -186,46 +194,52 @@ void rs_buf_release(struct rs_ring *r, unsigned bid);
 void rs_buf_flush(struct rs_ring *r); /* advance the tail for the batch */
 
 /* ---- ring.c ------------------------------------------------------------- */
+/* A thread's engine.  Guards: [lock] the ring's lock (rs_ring_lock);
+ * [list] the rings' list lock; [set] set when the owner thread takes the
+ * record and read-only after; [owner] only the owner thread, which holds
+ * the lock while it touches them. */
 struct rs_ring {
 	/* kept when a dead thread's ring record is reused: */
 	pthread_mutex_t lock;
 #ifdef RS_DEBUG
 	uintptr_t lock_owner;   /* pthread_self() of the holder, 0: none */
 #endif
-	struct rs_ring *all_next; /* process-wide list (fork, exit) */
+	struct rs_ring *all_next; /* process-wide list (fork, exit) [list] */
 	/* reset for each new owner thread: */
-	struct io_uring ring;
-	int tid;
-	int evfd;               /* eventfd signalled by the ring, for waiters */
-	int dead;               /* owner thread exited */
-	struct rs_bufring buf;
-	struct rs_frag_pool frag;
-	/* [lock] unless said; lists of struct rs_esock (sock.c), through
-	 * the rs_ring_* functions below: */
+	struct io_uring ring;   /* [lock]; submissions [owner] (SINGLE_ISSUER),
+				 * reaping by any thread holding the lock */
+	int tid;                /* the owner's [set] */
+	int evfd;               /* eventfd signalled by the ring, for waiters [set] */
+	int dead;               /* owner thread exited [lock to set; atomic reads] */
+	struct rs_bufring buf;  /* receive buffers [lock] */
+	struct rs_frag_pool frag; /* send memory [lock] */
+	/* Lists of struct rs_esock, through the rs_ring_* functions below
+	 * [lock]: */
 	struct rs_esock *owned;  /* sockets armed here (doubly linked) */
 	struct rs_esock *txq;    /* sockets with sends to submit [lock; the owner
 				  * looks without it (RS_LOAD)] */
 	struct rs_esock *rearm;  /* sockets whose multishot receive must restart */
 	struct rs_esock *detach; /* sockets other threads detached [as txq] */
 	struct rs_esock *draining; /* sockets with a drain job (drain_next) */
-	const void *poll_key;   /* the epoll set polled by the ring (ep.c) */
+	/* the wait's poll of an epoll set through the ring (ep.c) [lock]: */
+	const void *poll_key;   /* the set polled */
 	uint64_t poll_ud;       /* its user_data while armed */
 	uint64_t poll_seq;
 	uint8_t poll_armed;
-	uint8_t wake_armed;     /* a poll of evfd is in the ring (blocking calls) */
-	uint8_t reg_ring;       /* ring fd registered (enter_ring_fd is an index) */
+	uint8_t wake_armed;     /* a poll of evfd is in the ring (blocking calls) [lock] */
+	uint8_t reg_ring;       /* ring fd registered (enter_ring_fd is an index) [set] */
 	uint8_t tr_stale;       /* IORING_SQ_TASKRUN stayed set through three
 				 * enters that found no work (seen on 6.18):
 				 * ignored until it clears; waits outside the
-				 * ring are then sliced to 10 ms */
-	uint8_t tr_empty;       /* enters in a row that found nothing so */
-	unsigned sq_sends;      /* send SQEs not yet submitted (one CQE each) */
-	unsigned nrecv;         /* owned sockets with a multishot receive */
-	int drain_ended;        /* a drain job ended: look at the list */
-	unsigned nr_tx_sqes;    /* sends prepared since the last submit */
-	uint64_t prepare_seq;   /* rounds of engine work (watchdog) */
-	uint64_t watch_seq;     /* prepare_seq at the watchdog's last look */
-	unsigned send_batch;
+				 * ring are then sliced to 10 ms [lock; hint] */
+	uint8_t tr_empty;       /* enters in a row that found nothing so [lock] */
+	unsigned sq_sends;      /* send SQEs not yet submitted (one CQE each) [lock] */
+	unsigned nrecv;         /* owned sockets with a multishot receive [lock] */
+	int drain_ended;        /* a drain job ended: look at the list [lock] */
+	unsigned nr_tx_sqes;    /* sends prepared since the last submit [lock] */
+	uint64_t prepare_seq;   /* rounds of engine work (watchdog) [lock] */
+	uint64_t watch_seq;     /* prepare_seq at the watchdog's last look [lock] */
+	unsigned send_batch;    /* RINGSOCK_SEND_BATCH [set] */
 };
 
 /* This thread's ring, created on first use; NULL if the engine is off or
@@ -454,6 +468,8 @@ struct rs_kind_ops {
 	const char *name;
 	/* arm s (fd) on this thread's ring, locked; NULL: the kernel's */
 	struct rs_esock *(*arm)(struct rs_sock *s, int fd);
+	/* arm it when an epoll set registers it (not only at its first call)? */
+	int (*arm_when_watched)(struct rs_sock *s);
 	/* ring side */
 	void (*complete)(struct rs_ring *r, struct rs_esock *e, int op, struct io_uring_cqe *c);
 	void (*submit_recv)(struct rs_ring *r, struct rs_esock *e); /* off the rearm list */
@@ -490,11 +506,29 @@ int rs_esock_kind_known(int type); /* a kind serves sockets of this type */
  * and it can be; NULL: pass-through.  A socket owned by another thread is
  * detached on the way. */
 struct rs_esock *rs_esock_enter(struct rs_sock *s, int fd, int arm);
+/* The same for an epoll set that registers s: armed if its kind wants a
+ * socket armed once a wait watches it (arm_when_watched). */
+struct rs_esock *rs_esock_enter_watched(struct rs_sock *s, int fd);
 /* The same, NULL too when the kernel serves it alone (passive). */
 struct rs_esock *rs_esock_enter_served(struct rs_sock *s, int fd);
 void rs_esock_unlock(struct rs_esock *e);
 /* The ring whose lock the last enter took (NULL: e's own mutex). */
 struct rs_ring *rs_esock_held_ring(void);
+/* Hints for readiness code, read without the lock (what it acts on it
+ * checks again under the lock): */
+static inline int rs_esock_mode(struct rs_esock *e)
+{
+	return RS_LOAD(e->mode);
+}
+static inline struct rs_ring *rs_esock_owner(struct rs_esock *e)
+{
+	return RS_LOAD(e->owner);
+}
+/* Served by ring r (NULL: by any ring). */
+static inline int rs_esock_armed_on(struct rs_esock *e, struct rs_ring *r)
+{
+	return RS_LOAD(e->mode) == RS_ES_ARMED && (!r || RS_LOAD(e->owner) == r);
+}
 static inline int rs_esock_passive(struct rs_esock *e)
 {
 	return __atomic_load_n(&e->passive, __ATOMIC_ACQUIRE);

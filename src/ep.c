@@ -24,99 +24,106 @@
 #include "ep_int.h"
 #include "sys.h"
 
+/* The registration is new or changed: report its readiness at the next
+ * wait, as the kernel does (ctl lock held). */
+static void edge_now(struct rs_ep *ep, struct rs_epreg *g)
+{
+	rs_mutex_lock(&ep->lock);
+	g->edge = 1;
+	rs_epr_ready_push(ep, g);
+	rs_mutex_unlock(&ep->lock);
+}
+
+/* EPOLL_CTL_ADD (ctl lock held). */
+static long reg_add(struct rs_ep *ep, int fd, struct rs_sock *s, struct rs_epreg *g, struct epoll_event *ev)
+{
+	if (g && g->s != s) {
+		/* Left over from an fd closed behind our back. */
+		rs_epr_byfd_set(ep, fd, NULL);
+		g = NULL;
+	}
+	if (g)
+		return -EEXIST;
+	g = rs_epr_alloc();
+	if (!g)
+		return -ENOMEM;
+	g->ep = ep;
+	g->s = s;
+	g->fd = fd;
+	g->events = ev->events;
+	g->data = ev->data.u64;
+	g->engine = rs_epr_engine_mode(s);
+	long e = rs_epr_ctl(g, EPOLL_CTL_ADD, rs_epr_kernel_events(g));
+	if (e < 0 || rs_epr_byfd_set(ep, fd, g) < 0) {
+		if (e >= 0)
+			rs_epr_real_ctl(ep->epfd, EPOLL_CTL_DEL, fd, 0, 0);
+		rs_epr_free(g);
+		return e < 0 ? e : -ENOMEM;
+	}
+	g->sock_next = s->regs;
+	s->regs = g;
+	edge_now(ep, g);
+	return 0;
+}
+
+/* EPOLL_CTL_MOD (ctl lock held). */
+static long reg_mod(struct rs_ep *ep, int fd, struct rs_sock *s, struct rs_epreg *g, struct epoll_event *ev)
+{
+	if (!g || g->s != s)
+		return rs_epr_real_ctl(ep->epfd, EPOLL_CTL_MOD, fd, ev->events, ev->data.u64);
+	uint32_t old_ev = g->events;
+	uint64_t old_data = g->data;
+	g->events = ev->events;
+	g->data = ev->data.u64;
+	long e = rs_epr_ctl(g, EPOLL_CTL_MOD, rs_epr_kernel_events(g));
+	if (e < 0) {
+		g->events = old_ev;
+		g->data = old_data;
+		return e;
+	}
+	rs_mutex_lock(&ep->lock);
+	g->disabled = 0;
+	g->edge = 1;
+	rs_epr_ready_push(ep, g);
+	rs_mutex_unlock(&ep->lock);
+	return 0;
+}
+
+/* EPOLL_CTL_DEL (ctl lock held). */
+static long reg_del(struct rs_ep *ep, int fd, struct rs_sock *s, struct rs_epreg *g)
+{
+	long e = rs_epr_real_ctl(ep->epfd, EPOLL_CTL_DEL, fd, 0, 0);
+	if (g && g->s == s && (e == 0 || e == -ENOENT)) {
+		rs_epr_byfd_set(ep, fd, NULL);
+		struct rs_epreg **pp = &s->regs;
+		while (*pp && *pp != g)
+			pp = &(*pp)->sock_next;
+		if (*pp)
+			*pp = g->sock_next;
+		rs_mutex_lock(&ep->lock);
+		rs_epr_ready_unlink(ep, g);
+		rs_mutex_unlock(&ep->lock);
+		rs_epr_free(g);
+	}
+	return e;
+}
+
+/* epoll_ctl for a socket of a kind the engine serves. */
 static int ctl_sock(struct rs_ep *ep, int op, int fd, struct rs_sock *s, struct epoll_event *ev)
 {
-	uint32_t events = ev ? ev->events : 0;
 	if (op != EPOLL_CTL_DEL && !ev)
 		return -EFAULT;
-	if (op == EPOLL_CTL_ADD && ((events & EPOLLEXCLUSIVE) || ep->nested))
+	if (op == EPOLL_CTL_ADD && ((ev->events & EPOLLEXCLUSIVE) || ep->nested))
 		rs_sock_before_kernel(s, fd, RINGSOCK_PT_EPOLL), rs_sock_passthrough(s, RINGSOCK_PT_EPOLL);
-	/* Arm it here when it can be served (this thread will wait for it);
-	 * a new nonblocking socket, which reads through the kernel first
-	 * anyway (RINGSOCK_ARM_AFTER), at its first read or send instead, so
-	 * an idle connection costs no engine state. */
+	/* (armed here if its kind wants a socket armed once a wait watches it) */
 	struct rs_esock *t = NULL;
 	if (op != EPOLL_CTL_DEL && !s->no_engine)
-		t = rs_esock_enter(s, fd, !(s->nonblock && rs_rt.cfg.v[RS_K_ARM_AFTER]));
+		t = rs_esock_enter_watched(s, fd);
 	rs_mutex_lock(&rs_ep_ctl_lock);
 	struct rs_epreg *g = rs_epr_byfd_get(ep, fd);
-	long e;
-	switch (op) {
-	case EPOLL_CTL_ADD:
-		if (g && g->s != s) {
-			/* Left over from an fd closed behind our back. */
-			rs_epr_byfd_set(ep, fd, NULL);
-			g = NULL;
-		}
-		if (g) {
-			e = -EEXIST;
-			break;
-		}
-		g = rs_epr_alloc();
-		if (!g) {
-			e = -ENOMEM;
-			break;
-		}
-		g->ep = ep;
-		g->s = s;
-		g->fd = fd;
-		g->events = events;
-		g->data = ev->data.u64;
-		g->engine = rs_epr_engine_mode(s);
-		e = rs_epr_ctl(g, op, rs_epr_kernel_events(g));
-		if (e < 0 || rs_epr_byfd_set(ep, fd, g) < 0) {
-			if (e >= 0)
-				rs_epr_real_ctl(ep->epfd, EPOLL_CTL_DEL, fd, 0, 0);
-			rs_epr_free(g);
-			e = e < 0 ? e : -ENOMEM;
-			break;
-		}
-		g->sock_next = s->regs;
-		s->regs = g;
-		rs_mutex_lock(&ep->lock);
-		g->edge = 1;
-		rs_epr_ready_push(ep, g);
-		rs_mutex_unlock(&ep->lock);
-		break;
-	case EPOLL_CTL_MOD:
-		if (!g || g->s != s) {
-			e = rs_epr_real_ctl(ep->epfd, op, fd, events, ev->data.u64);
-			break;
-		}
-		{
-			uint32_t old_ev = g->events;
-			uint64_t old_data = g->data;
-			g->events = events;
-			g->data = ev->data.u64;
-			e = rs_epr_ctl(g, op, rs_epr_kernel_events(g));
-			if (e < 0) {
-				g->events = old_ev;
-				g->data = old_data;
-				break;
-			}
-		}
-		rs_mutex_lock(&ep->lock);
-		g->disabled = 0;
-		g->edge = 1;
-		rs_epr_ready_push(ep, g);
-		rs_mutex_unlock(&ep->lock);
-		break;
-	default: /* DEL */
-		e = rs_epr_real_ctl(ep->epfd, op, fd, 0, 0);
-		if (g && g->s == s && (e == 0 || e == -ENOENT)) {
-			rs_epr_byfd_set(ep, fd, NULL);
-			struct rs_epreg **pp = &s->regs;
-			while (*pp && *pp != g)
-				pp = &(*pp)->sock_next;
-			if (*pp)
-				*pp = g->sock_next;
-			rs_mutex_lock(&ep->lock);
-			rs_epr_ready_unlink(ep, g);
-			rs_mutex_unlock(&ep->lock);
-			rs_epr_free(g);
-		}
-		break;
-	}
+	long e = op == EPOLL_CTL_ADD ? reg_add(ep, fd, s, g, ev)
+		 : op == EPOLL_CTL_MOD ? reg_mod(ep, fd, s, g, ev)
+				       : reg_del(ep, fd, s, g);
 	rs_mutex_unlock(&rs_ep_ctl_lock);
 	if (t)
 		rs_esock_unlock(t);
@@ -187,8 +194,8 @@ static int collect(struct rs_ep *ep, struct rs_ring *r, struct epoll_event *evs,
 		struct rs_esock *t = g->s ? atomic_load(&g->s->eng) : NULL;
 		if (!t)
 			continue;
-		struct rs_ring *o = RS_LOAD(t->owner);
-		int mode = RS_LOAD(t->mode);
+		struct rs_ring *o = rs_esock_owner(t);
+		int mode = rs_esock_mode(t);
 		if (o && o != r && mode == RS_ES_ARMED) {
 			if (*nforeign < 8) {
 				fds[*nforeign] = g->fd;
@@ -401,7 +408,7 @@ static int kernel_sock_event(struct rs_ep *ep, struct rs_epreg *g, uint32_t *ev)
 			   * registration still has ERR/HUP */
 	uint32_t events = *ev;
 	struct rs_esock *t = g->s ? atomic_load(&g->s->eng) : NULL;
-	if (t && !rs_esock_passive(t) && RS_LOAD(t->mode) == RS_ES_DETACHED) {
+	if (t && !rs_esock_passive(t) && rs_esock_mode(t) == RS_ES_DETACHED) {
 		/* what the engine still holds for it */
 		unsigned held = t->ops->held_events(t);
 		if (held & EPOLLIN)

@@ -215,10 +215,9 @@ void rs_epr_sync(struct rs_epreg *g)
 int rs_epr_engine_mode(struct rs_sock *s)
 {
 	struct rs_esock *e = atomic_load(&s->eng);
-	return e && RS_LOAD(e->mode) == RS_ES_ARMED;
+	return e && rs_esock_armed_on(e, NULL);
 }
 
-/* epoll_ctl for a tracked TCP socket fd. */
 void rs_ep_sock_changed(struct rs_esock *e)
 {
 	for (struct rs_epreg *g = e->sock->regs; g; g = g->sock_next) {

@@ -17,7 +17,7 @@ static void pool_trim(struct rs_frag_pool *p)
 {
 	size_t threshold = (size_t)rs_rt.cfg.v[RS_K_RECLAIM_THRESHOLD];
 	if (p->free_bytes <= threshold || __atomic_load_n(&rs_dying, __ATOMIC_RELAXED))
-		return; /* (dying: no free(), see rs_engine_die_flush) */
+		return; /* (dying: no free(), see engine.c die_flush) */
 	size_t target = (size_t)rs_rt.cfg.v[RS_K_RECLAIM_CHUNK];
 	size_t freed = 0;
 	while (p->free && freed < target) {

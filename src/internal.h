@@ -1,4 +1,7 @@
-/* internal.h - the engine's private interface, one heading per file.
+/* internal.h - what every part of the library shares (the preload layer,
+ * the engine, the unit tests): counters, fd records, the engine's own fds,
+ * logging, process state, one heading per file.  The engine's own types
+ * and calls are in engine.h.
  *
  * Conventions: engine functions return -errno (never write errno) and do
  * their own I/O with raw system calls (sys.h).  Only preload/ writes errno
@@ -100,7 +103,7 @@ struct rs_sock {
 	uint8_t urgent;         /* the program asked about urgent data */
 	uint8_t shut_rd, shut_wr; /* shut down before the engine armed it */
 	int err_kept;           /* an error a call that returned bytes met, for
-				 * the next call (tcp.c keep_error) */
+				 * the next call (block.c rs_keep_error) */
 	uint8_t pt_counted;     /* counted as accelerated or passed through */
 	uint8_t pt_counted_blocking; /* counted once as blocking */
 	/* engine, blocking sockets (here: a blocking read ends unlocked) */

@@ -246,6 +246,12 @@ struct rs_esock *rs_esock_enter(struct rs_sock *s, int fd, int do_arm)
 	return e;
 }
 
+struct rs_esock *rs_esock_enter_watched(struct rs_sock *s, int fd)
+{
+	const struct rs_kind_ops **k = kind_slot(s->type);
+	return rs_esock_enter(s, fd, k && *k && (*k)->arm_when_watched(s));
+}
+
 struct rs_esock *rs_esock_enter_served(struct rs_sock *s, int fd)
 {
 	struct rs_esock *e = rs_esock_enter(s, fd, 1);

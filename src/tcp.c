@@ -215,6 +215,15 @@ static void maybe_finish(struct rs_ring *r, struct rs_tcp *t)
 	}
 }
 
+/* Armed when an epoll set registers it (this thread will wait for it); a
+ * new nonblocking socket, which reads through the kernel first anyway
+ * (RINGSOCK_ARM_AFTER), at its first read or send instead, so an idle
+ * connection costs no engine state. */
+static int arm_when_watched(struct rs_sock *s)
+{
+	return !(s->nonblock && rs_rt.cfg.v[RS_K_ARM_AFTER]);
+}
+
 static void process_detach(struct rs_ring *r, struct rs_esock *e)
 {
 	struct rs_tcp *t = rs_tcp_of(e);
@@ -615,6 +624,7 @@ static void destroy(struct rs_esock *e)
 const struct rs_kind_ops rs_tcp_ops = {
 	.name = "tcp",
 	.arm = arm,
+	.arm_when_watched = arm_when_watched,
 	.complete = complete,
 	.submit_recv = submit_recv,
 	.submit_tx = submit_tx,

@@ -125,7 +125,7 @@ static void rx_unspill(struct rs_tcp *t)
 int rs_rxq_push(struct rs_tcp *t, struct rs_ring *r, char *data, uint32_t len, int32_t bid)
 {
 	if (rs_unlikely(__atomic_load_n(&rs_dying, __ATOMIC_RELAXED)))
-		return -ENOMEM; /* nobody will read it (rs_engine_die_flush) */
+		return -ENOMEM; /* nobody will read it (engine.c die_flush) */
 	if (t->ovf_head)
 		rx_unspill(t);
 	if (t->ovf_head || rs_rxq_room(t) < 0) {

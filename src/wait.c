@@ -59,7 +59,7 @@ static int engine_answers(struct pollfd *fds, unsigned long n, struct rs_ring *r
 		struct rs_esock *t = esock_of(fds[i].fd);
 		if (!t || rs_esock_passive(t))
 			continue;
-		if (r && RS_LOAD(t->owner) == r && RS_LOAD(t->mode) == RS_ES_ARMED) {
+		if (r && rs_esock_armed_on(t, r)) {
 			kind[i] = K_ENGINE;
 			/* The kernel ignores it, or, for a bulk reader, reports its
 			 * input.  With no receive of ours in flight (the stream
@@ -78,7 +78,7 @@ static int engine_answers(struct pollfd *fds, unsigned long n, struct rs_ring *r
 			 * While detaching, the owner may still move data: look
 			 * again every few milliseconds. */
 			kind[i] = K_LEFTOVER;
-			*transient |= RS_LOAD(t->mode) == RS_ES_DETACHING;
+			*transient |= rs_esock_mode(t) == RS_ES_DETACHING;
 			unsigned held = t->ops->held_events(t);
 			if ((held & EPOLLIN) && (fds[i].events & (POLLIN | POLLRDNORM))) {
 				k[i].revents = (short)(fds[i].events & (POLLIN | POLLRDNORM));
@@ -136,7 +136,7 @@ int rs_wait_poll(struct pollfd *fds, unsigned long n, int timeout_ms, const stru
 	for (unsigned long i = 0; i < n; i++) {
 		struct rs_sock *s = rs_fd_peek(fds[i].fd);
 		struct rs_esock *t = s ? atomic_load(&s->eng) : NULL;
-		if (t && RS_LOAD(t->owner) && RS_LOAD(t->owner) != r && RS_LOAD(t->mode) == RS_ES_ARMED)
+		if (t && rs_esock_owner(t) && rs_esock_owner(t) != r && rs_esock_mode(t) == RS_ES_ARMED)
 			rs_sock_before_kernel(s, fds[i].fd, RINGSOCK_PT_THREAD);
 	}
 	struct pollfd *k = malloc((n + 1) * sizeof(*k));
