@@ -3,23 +3,11 @@
  * detaching, thread exit, fork).  The receive path is in tcp_recv.c, the
  * send path in tcp_send.c.
  *
- * Receive: one multishot receive per armed socket fills buffers from the
- * owner's buffer ring; completions append segments to the socket's
- * receive queue, and the recv family copies from it without a system
- * call.  Past rx_limit bytes of held buffers the receive is cancelled and
- * the data stays in the kernel (TCP flow control pushes back on the
- * peer) until the application has read half of it.
- *
- * Send: the send family copies into frag slices and queues them; queued
- * bytes go out in one sendmsg per socket (one in flight at a time) at the
- * next wait point, when SEND_BATCH sockets are waiting, or when the
- * socket is closed, shut down or handed over.  Sends never block
- * (MSG_DONTWAIT), so each completes in the io_uring_enter that submits it.
- * A remainder the kernel could not take (its buffer is full) goes to the
- * drain thread (drain.c), which sends it as the peer reads, whatever the
- * owner does meanwhile; the socket takes no new bytes until then.  Errors
- * of a send already accepted are reported on the next call, as the kernel
- * reports a pending socket error.
+ * A socket is armed (arm) once it is connected and reachable through one
+ * descriptor; its receive and send completions come back here (complete)
+ * and go to the two paths; it leaves the engine through process_detach
+ * and finalize_detach, or is freed once closed with nothing in flight
+ * (maybe_finish).  States: engine.h, struct rs_esock.
  *
  * Every function here runs with the socket's lock held (rs_esock_enter):
  * the owner ring's lock while the socket is owned, its own mutex after.

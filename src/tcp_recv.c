@@ -365,6 +365,39 @@ static ssize_t or_tx_error(struct rs_tcp *t, ssize_t r)
 	return -e;
 }
 
+/* A large read with nothing held, straight from the kernel into the
+ * caller's buffer (the socket reads through the kernel from now on). */
+static ssize_t read_large(struct rs_tcp *t, const struct iovec *iov, int iovcnt, int flags)
+{
+	struct msghdr m = { .msg_iov = (struct iovec *)iov, .msg_iovlen = (size_t)iovcnt };
+	long n = rs_syscall(SYS_recvmsg, t->e.fd, &m, flags | MSG_DONTWAIT);
+	if (n == 0 && !(flags & MSG_PEEK))
+		t->rx_eof = 1;
+	else if (n < 0 && n != -EAGAIN && n != -EINTR)
+		t->epipe_pending = 1;
+	if (n != -EAGAIN)
+		rs_stat_add(RS_C_DIRECT, 1);
+	return or_tx_error(t, n);
+}
+
+/* A small read on a bulk reader, a new socket's (on probation), or one
+ * waiting for receive buffers: still the kernel's data. */
+static ssize_t read_kernel(struct rs_tcp *t, struct rs_ring *r, const struct iovec *iov, int iovcnt, size_t want,
+			   int flags)
+{
+	struct msghdr m = { .msg_iov = (struct iovec *)iov, .msg_iovlen = (size_t)iovcnt };
+	long n = rs_syscall(SYS_recvmsg, t->e.fd, &m, flags | MSG_DONTWAIT);
+	if (n == 0 && want && !(flags & MSG_PEEK))
+		t->rx_eof = 1;
+	if (n > 0) {
+		rs_stat_add(RS_C_DIRECT, 1);
+		if (t->rx_probation && !(flags & MSG_PEEK) && --t->rx_probation == 0 && r == rs_ring_tls &&
+		    !t->rx_eof && !t->shut_rd)
+			end_probation(r, t);
+	}
+	return or_tx_error(t, n);
+}
+
 ssize_t rs_tcp_recv(struct rs_tcp *t, const struct iovec *iov, int iovcnt, int flags)
 {
 	rs_tcpq_check(t);
@@ -439,15 +472,7 @@ ssize_t rs_tcp_recv(struct rs_tcp *t, const struct iovec *iov, int iovcnt, int f
 			/* A bulk reader: two copies and a completion per buffer
 			 * cost more than they save. */
 			rs_tcp_go_direct(r, t);
-			struct msghdr m = { .msg_iov = (struct iovec *)iov, .msg_iovlen = (size_t)iovcnt };
-			long n = rs_syscall(SYS_recvmsg, t->e.fd, &m, flags | MSG_DONTWAIT);
-			if (n == 0 && !(flags & MSG_PEEK))
-				t->rx_eof = 1;
-			else if (n < 0 && n != -EAGAIN && n != -EINTR)
-				t->epipe_pending = 1;
-			if (n != -EAGAIN)
-				rs_stat_add(RS_C_DIRECT, 1);
-			return or_tx_error(t, n);
+			return read_large(t, iov, iovcnt, flags);
 		}
 		if (round < 2 && r == rs_ring_tls &&
 		    (will_block ? rs_ring_has_input_work(r) : rs_ring_has_work(r))) {
@@ -459,21 +484,8 @@ ssize_t rs_tcp_recv(struct rs_tcp *t, const struct iovec *iov, int iovcnt, int f
 			rs_ring_progress(r);
 			continue;
 		}
-		if (t->rx_direct || t->rx_starved) {
-			/* small read on a bulk reader, or a new socket's, or one
-			 * waiting for receive buffers: still the kernel's data */
-			struct msghdr m = { .msg_iov = (struct iovec *)iov, .msg_iovlen = (size_t)iovcnt };
-			long n = rs_syscall(SYS_recvmsg, t->e.fd, &m, flags | MSG_DONTWAIT);
-			if (n == 0 && want && !(flags & MSG_PEEK))
-				t->rx_eof = 1;
-			if (n > 0) {
-				rs_stat_add(RS_C_DIRECT, 1);
-				if (t->rx_probation && !(flags & MSG_PEEK) && --t->rx_probation == 0 &&
-				    r == rs_ring_tls && !t->rx_eof && !t->shut_rd)
-					end_probation(r, t);
-			}
-			return or_tx_error(t, n);
-		}
+		if (t->rx_direct || t->rx_starved)
+			return read_kernel(t, r, iov, iovcnt, want, flags);
 		if (!t->e.recv_armed && !t->throttled)
 			rs_tcp_submit_recv(r, t);
 		rs_stat_add(RS_C_CALLS_NOSYS, 1);
