@@ -64,6 +64,8 @@ enum {
 	RS_C_DRAINED,          /* layout version 3 */
 	RS_C_CQ_BACKLOGS,      /* layout version 5 */
 	RS_C_RX_OVERFLOWS,
+	RS_C_DIRECT_ON,        /* layout version 6 */
+	RS_C_DIRECT_OFF,
 	RS_C_COUNT
 };
 struct rs_tstats;

@@ -121,19 +121,21 @@ static struct rs_esock *arm(struct rs_sock *s, int fd)
 	t->tx_limit = s->sndbuf ? sockbuf_bytes(s->sndbuf) : 262144;
 	/* Open before a fork: the other process may read it, so no receive
 	 * may take its data in advance; reads go to the kernel. */
-	t->rx_direct = s->born_gen != __atomic_load_n(&rs_fork_gen, __ATOMIC_RELAXED);
+	if (s->born_gen != __atomic_load_n(&rs_fork_gen, __ATOMIC_RELAXED))
+		t->direct_why = RS_DIRECT_SHARED;
 	/* Shut down before now (through the kernel): after SHUT_RD the
 	 * kernel's reads say when the input ends (see rs_tcp_shutdown). */
 	t->shut_rd = s->shut_rd;
 	t->shut_wr = s->shut_wr;
 	if (t->shut_rd)
-		t->rx_direct = 1;
-	if (!t->rx_direct && s->nonblock && rs_rt.cfg.v[RS_K_ARM_AFTER]) {
+		t->direct_why = RS_DIRECT_SHUT;
+	if (!t->direct_why && s->nonblock && rs_rt.cfg.v[RS_K_ARM_AFTER]) {
 		/* New: its first reads go to the kernel (one request and a close
 		 * would pay for arming and cancelling a receive for nothing). */
-		t->rx_direct = 1;
+		t->direct_why = RS_DIRECT_PROBATION;
 		t->rx_probation = (uint8_t)rs_rt.cfg.v[RS_K_ARM_AFTER];
 	}
+	t->rx_direct = t->direct_why != RS_DIRECT_NONE;
 	rs_ring_lock(r);
 	/* Owned before it is published: a racing thread that finds it locks
 	 * this ring and waits for us. */
@@ -374,7 +376,7 @@ int rs_tcp_shutdown(struct rs_esock *es, int how)
 		 * (the engine's, then the kernel's), then 0.  So reads go to the
 		 * kernel from now on, which says when that is. */
 		if (t->e.mode == RS_ES_ARMED && t->e.owner)
-			rs_tcp_go_direct(t->e.owner, t);
+			rs_tcp_go_direct(t->e.owner, t, RS_DIRECT_SHUT);
 	}
 	rs_ep_sock_changed(&t->e);
 	return 0;
@@ -503,7 +505,7 @@ static void spawn_prepare(struct rs_esock *e)
 	if (t->e.owner && t->e.mode == RS_ES_ARMED) {
 		/* From now on the child may read it too: no receive may take its
 		 * data in advance (reads go to the kernel, which reports input). */
-		rs_tcp_go_direct(t->e.owner, t);
+		rs_tcp_go_direct(t->e.owner, t, RS_DIRECT_SHARED);
 	}
 }
 

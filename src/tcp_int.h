@@ -83,6 +83,11 @@ struct rs_tcp {
 				   * in the ring for room (MSG_WAITALL) */
 	uint8_t rx_probation;     /* reads with data left before the multishot
 				   * receive is armed (RINGSOCK_ARM_AFTER) */
+	uint8_t direct_why;       /* enum rs_direct_why, while rx_direct */
+	uint8_t rx_waits;         /* blocking reads in a row that had to wait */
+	uint16_t direct_reads;    /* reads through the kernel that count toward
+				   * the engine's receive again (see
+				   * rs_tcp_direct_read) */
 	uint8_t send_inflight;    /* one send in flight at a time */
 	uint8_t rx_eof;
 	uint8_t shut_wr;          /* shutdown(SHUT_WR) done */
@@ -94,6 +99,16 @@ struct rs_tcp {
 	uint8_t rxc_used;
 };
 
+/* Why a socket's reads go through the kernel (rx_direct; rs_tcp_go_direct). */
+enum rs_direct_why {
+	RS_DIRECT_NONE,
+	RS_DIRECT_PROBATION, /* new and nonblocking: RINGSOCK_ARM_AFTER reads first */
+	RS_DIRECT_WAITING,   /* a blocking reader that waits for every read */
+	RS_DIRECT_BULK,      /* reads of RINGSOCK_DIRECT_THRESHOLD bytes or more */
+	RS_DIRECT_SHARED,    /* open in another process too (fork, spawn): for good */
+	RS_DIRECT_SHUT,      /* shut down for reading: for good */
+};
+
 static inline struct rs_tcp *rs_tcp_of(struct rs_esock *e)
 {
 	return (struct rs_tcp *)e;
@@ -102,9 +117,14 @@ static inline struct rs_tcp *rs_tcp_of(struct rs_esock *e)
 /* ---- tcp_recv.c: the receive path ------------------------------------------ */
 void rs_tcp_submit_recv(struct rs_ring *r, struct rs_tcp *t);
 void rs_tcp_cancel_recv(struct rs_ring *r, struct rs_tcp *t);
-/* From now on the kernel reports the socket's input and reads go to it. */
-void rs_tcp_go_direct(struct rs_ring *r, struct rs_tcp *t);
+/* From now on the kernel reports the socket's input and reads go to it,
+ * for why (enum rs_direct_why). */
+void rs_tcp_go_direct(struct rs_ring *r, struct rs_tcp *t, int why);
 void rs_tcp_recv_done(struct rs_ring *r, struct rs_tcp *t, struct io_uring_cqe *c);
+/* Reads go through the kernel for a reason that can pass (probation, a
+ * waiting reader, a bulk reader): count this read, and give the socket
+ * back to the engine's receive once its reads say so. */
+void rs_tcp_direct_read(struct rs_ring *r, struct rs_tcp *t, size_t want, int nonblocking, long n);
 /* The recv family: -errno or bytes.  flags are MSG_* flags. */
 ssize_t rs_tcp_recv(struct rs_tcp *t, const struct iovec *iov, int iovcnt, int flags);
 

@@ -93,9 +93,24 @@ void rs_tcp_cancel_recv(struct rs_ring *r, struct rs_tcp *t)
 /* From now on the kernel reports the socket's input and reads go straight
  * to it; sends stay the engine's.  Data a receive already took is read
  * first. */
-void rs_tcp_go_direct(struct rs_ring *r, struct rs_tcp *t)
+static const char *const direct_name[] = { "none", "probation", "waiting reader", "bulk reader",
+					      "shared with another process", "shut down" };
+
+void rs_tcp_go_direct(struct rs_ring *r, struct rs_tcp *t, int why)
 {
-	t->rx_probation = 0; /* for good */
+	t->rx_probation = 0;
+	if (t->rx_direct && t->direct_why >= why) {
+		if (t->direct_why == why)
+			t->direct_reads = 0; /* (the reason again: count from here) */
+		return; /* (a stronger reason stays) */
+	}
+	rs_debug("fd %d: reads go through the kernel: %s (was %s)", t->e.fd, direct_name[why],
+		 direct_name[t->rx_direct ? t->direct_why : 0]);
+	if (why == RS_DIRECT_WAITING || why == RS_DIRECT_BULK)
+		rs_stat_add(RS_C_DIRECT_ON, 1);
+	t->direct_why = (uint8_t)why;
+	t->direct_reads = 0;
+	t->rx_waits = 0;
 	if (t->rx_direct)
 		return;
 	RS_STORE(t->rx_direct, 1);
@@ -110,14 +125,73 @@ void rs_tcp_go_direct(struct rs_ring *r, struct rs_tcp *t)
 	rs_ep_sock_rx_direct(&t->e);
 }
 
-/* A new socket has read RINGSOCK_ARM_AFTER times with data: it lives long
- * enough for the multishot receive to pay off.  It is submitted with the
- * thread's next system call; the kernel stops reporting the input. */
-static void end_probation(struct rs_ring *r, struct rs_tcp *t)
+/* The engine's multishot receive takes the socket's input again: it is
+ * submitted with the thread's next system call; the kernel stops
+ * reporting the input. */
+static void end_direct(struct rs_ring *r, struct rs_tcp *t)
 {
+	rs_debug("fd %d: reads from the engine's receive again (after %s)", t->e.fd, direct_name[t->direct_why]);
+	if (t->direct_why != RS_DIRECT_PROBATION)
+		rs_stat_add(RS_C_DIRECT_OFF, 1);
 	t->rx_direct = 0;
+	t->direct_why = RS_DIRECT_NONE;
+	t->direct_reads = 0;
+	t->rx_waits = 0;
 	rs_ep_sock_rx_direct(&t->e);
 	rs_tcp_submit_recv(r, t);
+}
+
+/* When reads through the kernel end (each count is of reads in a row; the
+ * same calls give the same switches, whatever their timing):
+ *   probation: RINGSOCK_ARM_AFTER reads with data (a new socket that
+ *     lives long enough for the multishot receive to pay off);
+ *   a waiting reader: RS_WAITER_BACK nonblocking reads with data (it
+ *     became an event loop's), or RS_WAITER_RETRY blocking reads (it is
+ *     given the engine again; RS_WAITS_TO_DIRECT blocking reads in a row
+ *     that each wait send it back to the kernel if it still waits for
+ *     every read);
+ *   a bulk reader: RS_BULK_BACK reads in a row below
+ *     RINGSOCK_DIRECT_THRESHOLD (it reads small from now on; a large
+ *     read starts the count again). */
+#define RS_WAITS_TO_DIRECT 4
+#define RS_WAITER_BACK 4
+#define RS_WAITER_RETRY 1024
+#define RS_BULK_BACK 16
+
+void rs_tcp_direct_read(struct rs_ring *r, struct rs_tcp *t, size_t want, int nonblocking, long n)
+{
+	unsigned need;
+	switch (t->direct_why) {
+	case RS_DIRECT_PROBATION:
+		if (n <= 0)
+			return;
+		if (--t->rx_probation != 0)
+			return;
+		need = 0;
+		break;
+	case RS_DIRECT_WAITING:
+		if (nonblocking) { /* (rx_waits counts these while direct) */
+			if (n <= 0 || ++t->rx_waits < RS_WAITER_BACK)
+				return;
+			need = 0;
+		} else {
+			need = RS_WAITER_RETRY;
+		}
+		break;
+	case RS_DIRECT_BULK: /* (by the size asked for, data or not) */
+		if (want >= (size_t)rs_rt.cfg.v[RS_K_DIRECT_THRESHOLD]) {
+			t->direct_reads = 0;
+			return;
+		}
+		need = RS_BULK_BACK;
+		break;
+	default:
+		return; /* shared, shut down: for good */
+	}
+	if (need && ++t->direct_reads < need)
+		return;
+	if (r == rs_ring_tls && !t->rx_eof && !t->shut_rd && t->e.mode == RS_ES_ARMED)
+		end_direct(r, t);
 }
 
 /* Detached with nothing held: from now on the kernel serves it alone. */
@@ -176,6 +250,7 @@ ssize_t rs_tcp_recv_call(struct rs_sock *s, int fd, const struct iovec *iov, int
 	struct iov_cur cur = { (struct iovec *)iov, n, NULL };
 	int64_t deadline = block ? rs_call_deadline(s, fd, 1) : 0;
 	int stop = 0; /* the wait ended the call: one more look, then this */
+	int waited = 0, counted = 0; /* this call has had to wait; counted in rx_waits */
 	ssize_t r;
 	for (;;) {
 		struct rs_tcp *t = rs_tcp_of(rs_esock_enter_served(s, fd));
@@ -183,10 +258,18 @@ ssize_t rs_tcp_recv_call(struct rs_sock *s, int fd, const struct iovec *iov, int
 			r = RS_PASS;
 			break;
 		}
-		if (block && !stop && !done && kernel_reader(t))
+		if (block && !stop && !done && kernel_reader(t)) {
 			r = -EAGAIN; /* the kernel has it all: it waits, below */
-		else
+			if (!(flags & MSG_PEEK)) {
+				rs_tcp_direct_read(t->e.owner, t, want, 0, 0);
+				if (!t->rx_direct) /* (back to the engine's receive) */
+					r = rs_tcp_recv(t, cur.v, cur.n, flags);
+			}
+		} else {
 			r = rs_tcp_recv(t, cur.v, cur.n, flags);
+		}
+		if (r > 0 && block && !waited)
+			t->rx_waits = 0; /* it did not wait for this one */
 		if (r > 0 && block)
 			note_recv(s);
 		if (r != -EAGAIN || !block || stop) {
@@ -202,14 +285,18 @@ ssize_t rs_tcp_recv_call(struct rs_sock *s, int fd, const struct iovec *iov, int
 			}
 			break;
 		}
-		if (t->e.mode == RS_ES_ARMED && !t->rx_direct && t->e.owner == rs_ring_tls &&
-		    !t->tx_cnt && !t->send_inflight && !t->e.drain) {
-			/* A blocking read that must wait with nothing of ours to
-			 * send: the ring has nothing to batch, and its wake-up path
-			 * (task work, a completion, a copy out of a ring buffer)
-			 * is slower than the kernel's own.  From now on reads go
-			 * straight to the kernel, which waits; sends stay ours. */
-			rs_tcp_go_direct(t->e.owner, t);
+		/* The call must wait (counted once per call). */
+		waited = 1;
+		if (t->e.mode == RS_ES_ARMED && !t->rx_direct && t->e.owner == rs_ring_tls && !counted++ &&
+		    ++t->rx_waits >= RS_WAITS_TO_DIRECT) {
+			/* Blocking reads that each had to wait, RS_WAITS_TO_DIRECT
+			 * calls in a row (a ping-pong reader): the ring's wake-up
+			 * path (task work, a completion, a copy out of a ring
+			 * buffer) is slower than the kernel's own.  Reads go
+			 * straight to the kernel, which waits once our queued
+			 * sends are out (below); sends stay ours
+			 * (rs_tcp_direct_read says when this ends). */
+			rs_tcp_go_direct(t->e.owner, t, RS_DIRECT_WAITING);
 			rs_esock_unlock(&t->e);
 			continue;
 		}
@@ -239,8 +326,10 @@ ssize_t rs_tcp_recv_call(struct rs_sock *s, int fd, const struct iovec *iov, int
 			struct msghdr m = { .msg_iov = cur.v, .msg_iovlen = (size_t)cur.n };
 			rs_sig_clear();
 			r = rs_blocking_syscall(SYS_recvmsg, fd, (long)&m, flags, 0, 0, 0);
-			if (r > 0)
+			if (r > 0) {
 				note_recv(s);
+				rs_stat_add(RS_C_DIRECT, 1);
+			}
 			if (r > 0 && waitall && done + (size_t)r < want && rs_short_by_ring(deadline) &&
 			    !(s->urgent && at_mark(fd))) {
 				done += (size_t)r;
@@ -389,12 +478,10 @@ static ssize_t read_kernel(struct rs_tcp *t, struct rs_ring *r, const struct iov
 	long n = rs_syscall(SYS_recvmsg, t->e.fd, &m, flags | MSG_DONTWAIT);
 	if (n == 0 && want && !(flags & MSG_PEEK))
 		t->rx_eof = 1;
-	if (n > 0) {
+	if (n > 0)
 		rs_stat_add(RS_C_DIRECT, 1);
-		if (t->rx_probation && !(flags & MSG_PEEK) && --t->rx_probation == 0 && r == rs_ring_tls &&
-		    !t->rx_eof && !t->shut_rd)
-			end_probation(r, t);
-	}
+	if (!(flags & MSG_PEEK))
+		rs_tcp_direct_read(r, t, want, t->e.sock->nonblock || (flags & MSG_DONTWAIT), n);
 	return or_tx_error(t, n);
 }
 
@@ -471,7 +558,7 @@ ssize_t rs_tcp_recv(struct rs_tcp *t, const struct iovec *iov, int iovcnt, int f
 				continue;
 			/* A bulk reader: two copies and a completion per buffer
 			 * cost more than they save. */
-			rs_tcp_go_direct(r, t);
+			rs_tcp_go_direct(r, t, RS_DIRECT_BULK);
 			return read_large(t, iov, iovcnt, flags);
 		}
 		if (round < 2 && r == rs_ring_tls &&

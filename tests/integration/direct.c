@@ -1,0 +1,160 @@
+/* direct: when do a socket's reads go straight to the kernel, and when do
+ * they come back to the engine's receive?  One connection to a forked
+ * peer that sends only when told (a pipe), so every read below either
+ * finds data or must wait, whatever the timing.  Counters from
+ * ringsock_stats_snapshot (this process only) are printed after each step;
+ * direct.sh compares them with what ringsock(7) promises:
+ *
+ *   waits N      N blocking reads in a row that must wait (SO_RCVTIMEO
+ *                ends each: EAGAIN) -- the kernel's reads after 4
+ *   feed N       the peer sends N 64-byte messages (all in this socket's
+ *                buffer before the next step)
+ *   read N       N blocking 64-byte reads, each finding data
+ *   nbread N     N 64-byte reads with MSG_DONTWAIT, each finding data
+ *   big N        N 256 KiB blocking reads of what is there (MSG_DONTWAIT)
+ *
+ * Each step prints "STEP: direct_on=A direct_off=B kernel_reads=C
+ * engine_reads=D" (deltas of the direct and calls_nosys counters for
+ * that step). */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <ringsock.h>
+
+static int (*snap)(struct ringsock_stats *);
+static int sock, cmd_w, ack_r;
+static char big[256 * 1024];
+
+static struct ringsock_stats now(void)
+{
+	struct ringsock_stats st;
+	memset(&st, 0, sizeof(st));
+	st.size = sizeof(st);
+	if (snap(&st) != 0 || st.version < 6) {
+		fprintf(stderr, "direct: snapshot failed or too old\n");
+		exit(1);
+	}
+	return st;
+}
+
+static void die(const char *what)
+{
+	perror(what);
+	exit(1);
+}
+
+/* The peer: for each count n read from the command pipe, send n 64-byte
+ * messages, then acknowledge (they are all in our socket's buffer). */
+static void peer(int c, int cmd, int ack)
+{
+	char msg[64];
+	memset(msg, 'x', sizeof(msg));
+	int n;
+	while (read(cmd, &n, sizeof(n)) == sizeof(n)) {
+		for (int i = 0; i < n; i++)
+			if (write(c, msg, sizeof(msg)) != sizeof(msg))
+				_exit(1);
+		if (write(ack, &n, sizeof(n)) != sizeof(n))
+			_exit(1);
+	}
+	_exit(0);
+}
+
+static void feed(int n)
+{
+	int a;
+	if (write(cmd_w, &n, sizeof(n)) != sizeof(n) || read(ack_r, &a, sizeof(a)) != sizeof(a))
+		die("feed");
+}
+
+static void report(const char *step, struct ringsock_stats *b)
+{
+	struct ringsock_stats a = now();
+	printf("%s: direct_on=%llu direct_off=%llu kernel_reads=%llu engine_reads=%llu\n", step,
+	       (unsigned long long)(a.direct_on - b->direct_on), (unsigned long long)(a.direct_off - b->direct_off),
+	       (unsigned long long)(a.direct - b->direct), (unsigned long long)(a.calls_nosys - b->calls_nosys));
+	fflush(stdout);
+}
+
+int main(int argc, char **argv)
+{
+	snap = (int (*)(struct ringsock_stats *))dlsym(RTLD_DEFAULT, "ringsock_stats_snapshot");
+	if (!snap) {
+		printf("ringsock not loaded\n");
+		return 1;
+	}
+	int l = socket(AF_INET, SOCK_STREAM, 0);
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t alen = sizeof(a);
+	if (l < 0 || bind(l, (struct sockaddr *)&a, sizeof(a)) < 0 || listen(l, 4) < 0 ||
+	    getsockname(l, (struct sockaddr *)&a, &alen) < 0)
+		die("listen");
+	int cmd[2], ack[2];
+	if (pipe(cmd) < 0 || pipe(ack) < 0)
+		die("pipe");
+	pid_t child = fork();
+	if (child < 0)
+		die("fork");
+	if (child == 0) {
+		close(l);
+		close(cmd[1]);
+		close(ack[0]);
+		int c = socket(AF_INET, SOCK_STREAM, 0);
+		if (c < 0 || connect(c, (struct sockaddr *)&a, sizeof(a)) < 0)
+			_exit(1);
+		peer(c, cmd[0], ack[1]);
+	}
+	close(cmd[0]);
+	close(ack[1]);
+	cmd_w = cmd[1];
+	ack_r = ack[0];
+	sock = accept(l, NULL, NULL);
+	if (sock < 0)
+		die("accept");
+	struct timeval tv = { 0, 20000 };
+	if (setsockopt(sock, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) < 0)
+		die("SO_RCVTIMEO");
+	char buf[64];
+	for (int i = 1; i < argc; i++) {
+		char step[64];
+		int n = 0;
+		if (sscanf(argv[i], "%31[a-z]:%d", step, &n) != 2)
+			die("step");
+		struct ringsock_stats b = now();
+		if (!strcmp(step, "waits")) {
+			for (int k = 0; k < n; k++)
+				if (recv(sock, buf, sizeof(buf), 0) != -1 || errno != EAGAIN)
+					die("waits: a read that should time out");
+		} else if (!strcmp(step, "feed")) {
+			feed(n);
+		} else if (!strcmp(step, "read") || !strcmp(step, "nbread")) {
+			int fl = step[0] == 'n' ? MSG_DONTWAIT : 0;
+			for (int k = 0; k < n; k++)
+				if (recv(sock, buf, sizeof(buf), fl) != sizeof(buf))
+					die("read");
+		} else if (!strcmp(step, "big")) {
+			for (int k = 0; k < n; k++)
+				if (recv(sock, big, sizeof(big), MSG_DONTWAIT) <= 0)
+					die("big");
+		} else {
+			die("unknown step");
+		}
+		report(argv[i], &b);
+	}
+	close(cmd_w);
+	close(sock);
+	int st;
+	waitpid(child, &st, 0);
+	printf("peer %s\n", WIFEXITED(st) && WEXITSTATUS(st) == 0 ? "ok" : "failed");
+	return 0;
+}

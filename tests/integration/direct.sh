@@ -1,0 +1,54 @@
+# When a socket's reads go straight to the kernel and when they come back
+# to the engine's receive (ringsock(7), direct_on and direct_off): every
+# switch is decided by counts of reads, never by timing, so the same calls
+# give the same switches run after run (tests/integration/direct.c).
+. "$(dirname "$0")/lib.sh"
+line() { echo "$1" | grep "^$2:" | head -1; }
+# expect NAME OUTPUT STEP COUNTERS: the step's line has these counters
+# ("engine_reads" left out where a wait's EAGAIN answers are counted).
+expect() {
+	local l f ok=1
+	l=$(line "$2" "$3")
+	for f in $4; do
+		case " ${l#*:} " in *" $f "*) ;; *) ok=0 ;; esac
+	done
+	check "$1 ($l)" test $ok = 1
+}
+
+steps="waits:1 feed:8 read:8 waits:3 waits:2 feed:9 read:9 feed:10 nbread:10 waits:4 feed:1030 read:1030
+	feed:64 big:1 feed:20 read:20"
+out=$(LD_PRELOAD="$RS_LIB" "$RS_DIRECT" $steps)
+check "the peer ran" test "$(echo "$out" | tail -1)" = "peer ok"
+# One read that had to wait (a server's first read before the client's
+# first bytes: iperf3's cookie) leaves the socket on the engine.
+expect "one waiting read: still the engine's" "$out" waits:1 "direct_on=0 direct_off=0 kernel_reads=0"
+expect "reads after it: from the engine's queue" "$out" read:8 "direct_on=0 direct_off=0 kernel_reads=0 engine_reads=8"
+# Four blocking reads in a row that each wait: a ping-pong reader, whose
+# reads the kernel serves better.  (The reads with data in between
+# started the count again: 3 waits are not enough.)
+expect "three waits after data: still the engine's" "$out" waits:3 "direct_on=0 direct_off=0 kernel_reads=0"
+expect "the fourth wait in a row: the kernel's" "$out" waits:2 "direct_on=1 direct_off=0 kernel_reads=0"
+expect "blocking reads then: from the kernel" "$out" read:9 "direct_on=0 direct_off=0 kernel_reads=9 engine_reads=0"
+# The program turns to nonblocking reads that find data: four of them give
+# the socket back to the engine, which serves the rest.
+expect "nonblocking reads with data: back to the engine after 4" "$out" nbread:10 \
+	"direct_on=0 direct_off=1 kernel_reads=4 engine_reads=6"
+expect "four waits in a row again: the kernel's" "$out" waits:4 "direct_on=1 direct_off=0 kernel_reads=0"
+# A waiting reader is given the engine again every 1024 blocking reads
+# (the two after the switch, in waits:4, count).
+expect "blocking reads: the engine again at the 1024th" "$out" read:1030 \
+	"direct_on=0 direct_off=1 kernel_reads=1022 engine_reads=8"
+# A read of RINGSOCK_DIRECT_THRESHOLD bytes or more with nothing held: a
+# bulk reader, straight from the kernel; 16 smaller reads in a row bring
+# it back.
+expect "a large read: the kernel's" "$out" big:1 "direct_on=1 direct_off=0 kernel_reads=1 engine_reads=0"
+expect "small reads after it: back at the 16th" "$out" read:20 "direct_on=0 direct_off=1 kernel_reads=15 engine_reads=5"
+
+# Run after run, the same switches (the steps that are not waits: a
+# wait's EAGAIN answers are counted as the engine's, once or more).
+same() { echo "$1" | grep -v "^waits:"; }
+for i in 1 2 3; do
+	again=$(LD_PRELOAD="$RS_LIB" "$RS_DIRECT" $steps)
+	check "run $i gives the same counts" test "$(same "$again")" = "$(same "$out")"
+done
+finish
