@@ -163,9 +163,7 @@ void rs_tcp_direct_read(struct rs_ring *r, struct rs_tcp *t, size_t want, int no
 	unsigned need;
 	switch (t->direct_why) {
 	case RS_DIRECT_PROBATION:
-		if (n <= 0)
-			return;
-		if (--t->rx_probation != 0)
+		if (n <= 0 || !t->rx_probation || --t->rx_probation != 0)
 			return;
 		need = 0;
 		break;
