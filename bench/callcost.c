@@ -1,0 +1,144 @@
+/* rs-callcost: the cost of one call, in nanoseconds, for the calls the
+ * engine answers without a system call (issue 14: the library's own cost
+ * per call).  Run it plain and under ringsock (bench/callcost.sh does
+ * both, alternating); one TCP connection over loopback, one thread:
+ *
+ *   recv_queued   recv() of 64 bytes with data waiting (the engine answers
+ *                 from its receive queue; the kernel path makes a syscall)
+ *   send_queued   send() of 64 bytes to a socket with room (the engine
+ *                 queues it in a frag; the kernel path makes a syscall)
+ *   epoll_ready   epoll_wait(timeout 0) on a set whose one socket is
+ *                 readable (level-triggered)
+ *
+ * Each measure is ROUNDS rounds of BATCH calls; it prints the median of
+ * the rounds' ns per call (the rounds drain and refill between them, not
+ * timed).  Usage: rs-callcost [ROUNDS] */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#define BATCH 512
+#define MSG 64
+
+static int64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static void die(const char *what)
+{
+	perror(what);
+	exit(1);
+}
+
+static int cmp(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return x < y ? -1 : x > y;
+}
+
+static double median(double *v, int n)
+{
+	qsort(v, (size_t)n, sizeof(*v), cmp);
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/* Write n bytes (blocking). */
+static void put(int fd, size_t n)
+{
+	static char buf[BATCH * MSG];
+	while (n) {
+		ssize_t k = send(fd, buf, n < sizeof(buf) ? n : sizeof(buf), 0);
+		if (k <= 0)
+			die("send");
+		n -= (size_t)k;
+	}
+}
+
+/* Read exactly n bytes (blocking). */
+static void get(int fd, size_t n)
+{
+	static char buf[BATCH * MSG];
+	while (n) {
+		ssize_t k = recv(fd, buf, n < sizeof(buf) ? n : sizeof(buf), 0);
+		if (k <= 0)
+			die("recv");
+		n -= (size_t)k;
+	}
+}
+
+int main(int argc, char **argv)
+{
+	int rounds = argc > 1 ? atoi(argv[1]) : 200;
+	if (rounds < 1 || rounds > 100000)
+		rounds = 200;
+	int l = socket(AF_INET, SOCK_STREAM, 0);
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t alen = sizeof(a);
+	if (l < 0 || bind(l, (struct sockaddr *)&a, sizeof(a)) < 0 || listen(l, 1) < 0 ||
+	    getsockname(l, (struct sockaddr *)&a, &alen) < 0)
+		die("listen");
+	int c = socket(AF_INET, SOCK_STREAM, 0);
+	if (c < 0 || connect(c, (struct sockaddr *)&a, sizeof(a)) < 0)
+		die("connect");
+	int s = accept(l, NULL, NULL);
+	if (s < 0)
+		die("accept");
+	int one = 1;
+	setsockopt(c, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	double *v = malloc(sizeof(double) * (size_t)rounds);
+	char msg[MSG];
+	memset(msg, 'x', sizeof(msg));
+
+	/* recv answered with data waiting */
+	for (int r = 0; r < rounds; r++) {
+		put(c, BATCH * MSG);
+		if (recv(s, msg, 1, MSG_PEEK) != 1) /* (everything has arrived) */
+			die("peek");
+		int64_t t0 = now_ns();
+		for (int i = 0; i < BATCH; i++)
+			if (recv(s, msg, MSG, MSG_WAITALL) != MSG)
+				die("recv_queued");
+		v[r] = (double)(now_ns() - t0) / BATCH;
+	}
+	printf("recv_queued_ns=%.1f ", median(v, rounds));
+
+	/* send to a socket with room */
+	for (int r = 0; r < rounds; r++) {
+		int64_t t0 = now_ns();
+		for (int i = 0; i < BATCH; i++)
+			if (send(c, msg, MSG, 0) != MSG)
+				die("send_queued");
+		v[r] = (double)(now_ns() - t0) / BATCH;
+		get(s, BATCH * MSG);
+	}
+	printf("send_queued_ns=%.1f ", median(v, rounds));
+
+	/* epoll_wait with an event ready */
+	int ep = epoll_create1(0);
+	struct epoll_event ev = { .events = EPOLLIN, .data.fd = s };
+	if (ep < 0 || epoll_ctl(ep, EPOLL_CTL_ADD, s, &ev) < 0)
+		die("epoll");
+	put(c, MSG);
+	get(s, 1); /* (it has arrived; MSG - 1 bytes stay readable) */
+	struct epoll_event out[8];
+	for (int r = 0; r < rounds; r++) {
+		int64_t t0 = now_ns();
+		for (int i = 0; i < BATCH; i++)
+			if (epoll_wait(ep, out, 8, 0) != 1)
+				die("epoll_ready");
+		v[r] = (double)(now_ns() - t0) / BATCH;
+	}
+	printf("epoll_ready_ns=%.1f\n", median(v, rounds));
+	return 0;
+}
