@@ -12,6 +12,9 @@
  *   read N       N blocking 64-byte reads, each finding data
  *   nbread N     N 64-byte reads with MSG_DONTWAIT, each finding data
  *   big N        N 256 KiB blocking reads of what is there (MSG_DONTWAIT)
+ *   fork N       N forks of a child that exits at once (the socket is
+ *                open in another process: its reads are the kernel's
+ *                for good)
  *
  * Each step prints "STEP: direct_on=A direct_off=B kernel_reads=C
  * engine_reads=D" (deltas of the direct and calls_nosys counters for
@@ -142,6 +145,16 @@ int main(int argc, char **argv)
 			for (int k = 0; k < n; k++)
 				if (recv(sock, buf, sizeof(buf), fl) != sizeof(buf))
 					die("read");
+		} else if (!strcmp(step, "fork")) {
+			for (int k = 0; k < n; k++) {
+				pid_t p = fork();
+				if (p < 0)
+					die("fork");
+				if (p == 0)
+					_exit(0);
+				int st;
+				waitpid(p, &st, 0);
+			}
 		} else if (!strcmp(step, "big")) {
 			for (int k = 0; k < n; k++)
 				if (recv(sock, big, sizeof(big), MSG_DONTWAIT) <= 0)
