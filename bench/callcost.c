@@ -53,27 +53,16 @@ static double median(double *v, int n)
 	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
-/* Write n bytes (blocking). */
-static void put(int fd, size_t n)
+/* Move n bytes through fd, blocking: send them (out) or receive them. */
+static void xfer(int fd, size_t n, int out)
 {
 	static char buf[BATCH * MSG];
 	while (n) {
-		ssize_t k = send(fd, buf, n < sizeof(buf) ? n : sizeof(buf), 0);
-		if (k <= 0)
-			die("send");
-		n -= (size_t)k;
-	}
-}
-
-/* Read exactly n bytes (blocking). */
-static void get(int fd, size_t n)
-{
-	static char buf[BATCH * MSG];
-	while (n) {
-		ssize_t k = recv(fd, buf, n < sizeof(buf) ? n : sizeof(buf), 0);
-		if (k <= 0)
-			die("recv");
-		n -= (size_t)k;
+		size_t k = n < sizeof(buf) ? n : sizeof(buf);
+		ssize_t r = out ? send(fd, buf, k, 0) : recv(fd, buf, k, 0);
+		if (r <= 0)
+			die(out ? "send" : "recv");
+		n -= (size_t)r;
 	}
 }
 
@@ -102,7 +91,7 @@ int main(int argc, char **argv)
 
 	/* recv answered with data waiting */
 	for (int r = 0; r < rounds; r++) {
-		put(c, BATCH * MSG);
+		xfer(c, BATCH * MSG, 1);
 		if (recv(s, msg, 1, MSG_PEEK) != 1) /* (everything has arrived) */
 			die("peek");
 		int64_t t0 = now_ns();
@@ -120,7 +109,7 @@ int main(int argc, char **argv)
 			if (send(c, msg, MSG, 0) != MSG)
 				die("send_queued");
 		v[r] = (double)(now_ns() - t0) / BATCH;
-		get(s, BATCH * MSG);
+		xfer(s, BATCH * MSG, 0);
 	}
 	printf("send_queued_ns=%.1f ", median(v, rounds));
 
@@ -129,8 +118,8 @@ int main(int argc, char **argv)
 	struct epoll_event ev = { .events = EPOLLIN, .data.fd = s };
 	if (ep < 0 || epoll_ctl(ep, EPOLL_CTL_ADD, s, &ev) < 0)
 		die("epoll");
-	put(c, MSG);
-	get(s, 1); /* (it has arrived; MSG - 1 bytes stay readable) */
+	xfer(c, MSG, 1);
+	xfer(s, 1, 0); /* (it has arrived; MSG - 1 bytes stay readable) */
 	struct epoll_event out[8];
 	for (int r = 0; r < rounds; r++) {
 		int64_t t0 = now_ns();
