@@ -194,6 +194,35 @@ void rs_buf_release(struct rs_ring *r, unsigned bid);
 void rs_buf_flush(struct rs_ring *r); /* advance the tail for the batch */
 
 /* ---- ring.c ------------------------------------------------------------- */
+enum { RS_POLL_EP, RS_POLL_KW, RS_POLL_SLOTS };
+struct rs_ring_poll {
+	const void *key;        /* what is polled */
+	uint64_t ud;            /* its user_data while armed */
+	unsigned tail;          /* the SQ tail after its SQE: submitted once
+				 * the kernel's head has passed it */
+	uint8_t armed;
+};
+
+/* The kernel fds of this thread's poll/select sets, registered in a
+ * private epoll set that the ring polls (kwatch.c) [lock]. */
+#define RS_KW_MAX 32
+struct rs_kwatch {
+	int epfd;               /* the private set, when have */
+	uint8_t have;
+	uint8_t wasted;         /* polls in a row that fired before answering */
+	uint8_t used;           /* the poll armed last has answered a call */
+	uint8_t verdict_due;    /* a poll was armed since wasted was updated */
+	unsigned gen;           /* rs_kw_gen when the registrations were made */
+	unsigned backoff;       /* looks to go before arming again */
+	unsigned skips;         /* calls answered without the kernel since its
+				 * last look */
+	unsigned n;
+	struct {
+		int fd;
+		uint32_t events; /* RS_KW_NEVER: epoll refuses the fd */
+	} reg[RS_KW_MAX];
+};
+
 /* A thread's engine.  Guards: [lock] the ring's lock (rs_ring_lock);
  * [list] the rings' list lock; [set] set when the owner thread takes the
  * record and read-only after; [owner] only the owner thread, which holds
@@ -221,11 +250,11 @@ struct rs_ring {
 	struct rs_esock *rearm;  /* sockets whose multishot receive must restart */
 	struct rs_esock *detach; /* sockets other threads detached [as txq] */
 	struct rs_esock *draining; /* sockets with a drain job (drain_next) */
-	/* the wait's poll of an epoll set through the ring (ep.c) [lock]: */
-	const void *poll_key;   /* the set polled */
-	uint64_t poll_ud;       /* its user_data while armed */
+	/* one-shot polls through the ring [lock]: RS_POLL_EP, an epoll set
+	 * (ep.c); RS_POLL_KW, the kernel fds of poll/select sets (kwatch.c) */
+	struct rs_ring_poll poll[RS_POLL_SLOTS];
 	uint64_t poll_seq;
-	uint8_t poll_armed;
+	struct rs_kwatch kw;    /* kwatch.c's record [lock] */
 	uint8_t wake_armed;     /* a poll of evfd is in the ring (blocking calls) [lock] */
 	uint8_t reg_ring;       /* ring fd registered (enter_ring_fd is an index) [set] */
 	uint8_t tr_stale;       /* IORING_SQ_TASKRUN stayed set through three
@@ -278,11 +307,17 @@ int rs_ring_has_input_work(struct rs_ring *r);
 /* Has the kernel finished something for this ring (no system call)? */
 int rs_ring_has_completions(struct rs_ring *r);
 /* A one-shot poll for input on fd (an epoll set, known by key) through
- * the ring, unless one is armed for key already (lock held). */
-void rs_ring_poll_arm(struct rs_ring *r, int fd, const void *key);
+ * slot's poll of the ring, unless one is armed for key already; an armed
+ * poll of another key is cancelled (lock held). */
+void rs_ring_poll_arm(struct rs_ring *r, int slot, int fd, const void *key);
+/* Cancel slot's poll, if armed (lock held). */
+void rs_ring_poll_cancel(struct rs_ring *r, int slot);
 /* Must the kernel be asked about key's fd?  Not while its poll is armed
  * and has not fired (lock held). */
-int rs_ring_poll_needed(struct rs_ring *r, const void *key);
+int rs_ring_poll_needed(struct rs_ring *r, int slot, const void *key);
+/* Is slot's poll of key armed, in the kernel's hands (submitted) and not
+ * fired, with no completion waiting to be reaped (lock held)? */
+int rs_ring_poll_quiet(struct rs_ring *r, int slot, const void *key);
 /* Sleep in the ring until something completes beyond what this call
  * submits itself, the timeout or a signal: 0, -ETIME or -EINTR (owner
  * only; called locked, returns unlocked).  What is queued (sends, rearms,
@@ -602,6 +637,20 @@ void rs_ep_sock_gone(struct rs_esock *e);     /* its last fd is being closed */
 void rs_ep_forget_sock(struct rs_sock *s);    /* a record never armed is closed */
 int rs_ep_known(int epfd); /* has engine state */
 void rs_ep_close(int epfd);
+
+/* ---- kwatch.c: the kernel fds of poll/select sets, watched by the ring --- */
+struct pollfd;
+/* May the kernel entries of k[0..n) (fd < 0: not asked) be answered "not
+ * ready" without asking the kernel (lock held, after progress)? */
+int rs_kw_quiet(struct rs_ring *r, const struct pollfd *k, unsigned long n);
+/* The kernel answered "none ready" for the kernel entries of k[0..n):
+ * register them and arm the ring's poll of them (lock held). */
+void rs_kw_learn(struct rs_ring *r, const struct pollfd *k, unsigned long n);
+/* Drop the ring's private set (lock held; teardown, reset). */
+void rs_kw_reset(struct rs_ring *r);
+/* fd (or a range) is closed or replaced: registrations by number are void. */
+void rs_kw_fd_gone(int fd);
+void rs_kw_range_gone(unsigned first, unsigned last);
 
 /* ---- ep.c: epoll_ctl and epoll_wait ------------------------------------------ */
 int rs_ep_ctl(int epfd, int op, int fd, struct epoll_event *ev);

@@ -303,7 +303,7 @@ static int engine_round(struct rs_ep *ep, int epfd, struct rs_ring *r, struct ep
 	if (sleepy) {
 		/* completions only: what the program queued goes out with the
 		 * sleep, or before returning */
-		rs_ring_poll_arm(r, epfd, ep);
+		rs_ring_poll_arm(r, RS_POLL_EP, epfd, ep);
 		entered = rs_ring_catch_up(r);
 	} else {
 		rs_ring_progress(r);
@@ -315,7 +315,7 @@ static int engine_round(struct rs_ep *ep, int epfd, struct rs_ring *r, struct ep
 		/* A poll armed and not fired: the set has had nothing since it
 		 * was armed (a one-shot poll completes at once if the set is
 		 * readable when armed). */
-		rd->fetch = rs_ring_poll_needed(r, ep);
+		rd->fetch = rs_ring_poll_needed(r, RS_POLL_EP, ep);
 	}
 	if (!rd->n && block && !rd->nforeign) {
 		rs_epr_ring_in(ep, r);
@@ -540,7 +540,7 @@ int rs_ep_wait(int epfd, struct epoll_event *evs, int max, int timeout_ms, const
 			 * eventfd, which is in it).  A handler that ran during a
 			 * call that submitted is reported by sig.c, not the kernel. */
 			rs_ring_lock(r);
-			if (rs_ring_has_completions(r) || rs_ring_poll_needed(r, ep)) {
+			if (rs_ring_has_completions(r) || rs_ring_poll_needed(r, RS_POLL_EP, ep)) {
 				rs_ring_unlock(r);
 				continue;
 			}

@@ -230,8 +230,9 @@ int rs_ring_reap(struct rs_ring *r)
 			void *p = RS_UD_PTR(c->user_data);
 			int op = RS_UD_OP(c->user_data);
 			if (op == RS_UD_POLL) {
-				if (c->user_data == r->poll_ud)
-					r->poll_armed = 0; /* fired (one-shot) */
+				for (int k = 0; k < RS_POLL_SLOTS; k++)
+					if (c->user_data == r->poll[k].ud)
+						r->poll[k].armed = 0; /* fired (one-shot) */
 			} else if (op == RS_UD_WAKE) {
 				uint64_t v;
 				r->wake_armed = 0;
@@ -377,30 +378,50 @@ int rs_ring_wait(struct rs_ring *r, int (*cond)(void *), void *arg, int timeout_
 	}
 }
 
-void rs_ring_poll_arm(struct rs_ring *r, int fd, const void *key)
+void rs_ring_poll_cancel(struct rs_ring *r, int slot)
 {
-	if (r->poll_armed && r->poll_key == key)
-		return;
+	struct rs_ring_poll *p = &r->poll[slot];
 	struct io_uring_sqe *sqe;
-	if (r->poll_armed && (sqe = rs_ring_sqe(r)) != NULL) {
-		/* another set (or a closed one's number reused): drop the old */
-		io_uring_prep_cancel64(sqe, r->poll_ud, 0);
+	if (p->armed && (sqe = rs_ring_sqe(r)) != NULL) {
+		io_uring_prep_cancel64(sqe, p->ud, 0);
 		io_uring_sqe_set_data64(sqe, 0);
 	}
-	r->poll_armed = 0;
-	sqe = rs_ring_sqe(r);
+	p->armed = 0;
+	p->ud = 0;
+}
+
+void rs_ring_poll_arm(struct rs_ring *r, int slot, int fd, const void *key)
+{
+	struct rs_ring_poll *p = &r->poll[slot];
+	if (p->armed && p->key == key)
+		return;
+	/* another set (or a closed one's number reused): drop the old */
+	rs_ring_poll_cancel(r, slot);
+	struct io_uring_sqe *sqe = rs_ring_sqe(r);
 	if (!sqe)
 		return;
 	io_uring_prep_poll_add(sqe, fd, POLLIN);
-	r->poll_ud = (++r->poll_seq << 3) | RS_UD_POLL;
-	io_uring_sqe_set_data64(sqe, r->poll_ud);
-	r->poll_armed = 1;
-	r->poll_key = key;
+	p->ud = (++r->poll_seq << 3) | RS_UD_POLL;
+	io_uring_sqe_set_data64(sqe, p->ud);
+	p->tail = r->ring.sq.sqe_tail;
+	p->armed = 1;
+	p->key = key;
 }
 
-int rs_ring_poll_needed(struct rs_ring *r, const void *key)
+int rs_ring_poll_needed(struct rs_ring *r, int slot, const void *key)
 {
-	return r->poll_key != key || !r->poll_armed;
+	return r->poll[slot].key != key || !r->poll[slot].armed;
+}
+
+int rs_ring_poll_quiet(struct rs_ring *r, int slot, const void *key)
+{
+	const struct rs_ring_poll *p = &r->poll[slot];
+	if (!p->armed || p->key != key || r->tr_stale)
+		return 0;
+	/* submitted: the kernel has consumed the SQ past its entry */
+	if ((int)(IO_URING_READ_ONCE(*r->ring.sq.khead) - p->tail) < 0)
+		return 0;
+	return !rs_ring_has_completions(r);
 }
 
 long rs_blocking_syscall(long nr, long a, long b, long c, long d, long e, long f)
@@ -695,6 +716,9 @@ void rs_ring_teardown(struct rs_ring *r)
 	r->ring.ring_fd = -1;
 	io_uring_queue_exit(&r->ring);
 	rs_fdguard_release(r->evfd);
+	if (r->kw.have)
+		rs_fdguard_release(r->kw.epfd);
+	r->kw.have = 0;
 	rs_ring_tls = NULL;
 	/* last: from here another thread may claim the record (under
 	 * all_lock, not this lock) */
@@ -716,6 +740,9 @@ void rs_rings_after_fork_child(void)
 		r->txq = r->rearm = r->detach = r->draining = NULL;
 		rs_fdguard_release(r->ring.ring_fd);
 		rs_fdguard_release(r->evfd);
+		if (r->kw.have)
+			rs_fdguard_release(r->kw.epfd);
+		r->kw.have = 0;
 		r->frag.cur = NULL;
 		r->frag.free = NULL; /* heap memory: leaked in the child, small */
 		r->dead = 1;

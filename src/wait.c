@@ -3,7 +3,9 @@
  *
  * Engine sockets get their readiness from engine state; the rest go to one
  * real ppoll() together with the thread's ring eventfd, which wakes the
- * wait when engine work arrives.  Signal masks and timeouts are the real
+ * wait when engine work arrives.  A call that will not sleep skips that
+ * ppoll when it would ask about nothing, or when the ring vouches that
+ * none of the rest is ready (kwatch.c).  Signal masks and timeouts are the real
  * call's, so EINTR behaves as the kernel's.
  */
 #define _GNU_SOURCE 1
@@ -32,17 +34,24 @@ static struct rs_esock *esock_of(int fd)
 }
 
 /* Is any entry an engine socket?  (A known epoll set among them is watched
- * from outside from now on: its engine sockets go back to the kernel.) */
-static int engine_involved(struct pollfd *fds, unsigned long n)
+ * from outside from now on: its engine sockets go back to the kernel.)
+ * Sockets owned by other threads go back to the kernel path first. */
+static int engine_involved(struct pollfd *fds, unsigned long n, struct rs_ring *r)
 {
+	int any = 0;
 	for (unsigned long i = 0; i < n; i++) {
-		struct rs_esock *t = esock_of(fds[i].fd);
-		if (t && !rs_esock_passive(t))
-			return 1;
-		if (fds[i].fd >= 0 && rs_ep_known(fds[i].fd))
+		struct rs_sock *s = rs_fd_peek(fds[i].fd);
+		struct rs_esock *t = s ? atomic_load(&s->eng) : NULL;
+		if (t && !rs_esock_passive(t)) {
+			if (rs_esock_owner(t) && rs_esock_owner(t) != r && rs_esock_mode(t) == RS_ES_ARMED)
+				rs_sock_before_kernel(s, fds[i].fd, RINGSOCK_PT_THREAD);
+			any = 1;
+			continue;
+		}
+		if (!any && fds[i].fd >= 0 && rs_ep_known(fds[i].fd))
 			rs_ep_demote_nested(fds[i].fd);
 	}
-	return 0;
+	return any;
 }
 
 /* One round's engine answers (r locked): k[] is what the kernel is asked,
@@ -116,12 +125,24 @@ static int merge_answers(struct pollfd *fds, unsigned long n, const struct pollf
 	return total;
 }
 
+/* The kernel has answered: if none of its entries is ready, the ring may
+ * vouch for them next time. */
+static void learn(struct rs_ring *r, const struct pollfd *k, unsigned long n)
+{
+	for (unsigned long i = 0; i < n; i++)
+		if (k[i].fd >= 0 && k[i].revents)
+			return;
+	rs_ring_lock(r);
+	rs_kw_learn(r, k, n);
+	rs_ring_unlock(r);
+}
+
 int rs_wait_poll(struct pollfd *fds, unsigned long n, int timeout_ms, const struct timespec *tmo,
 		 const sigset_t *ss, int *handled)
 {
 	struct rs_ring *r = rs_ring_tls;
 	*handled = 0;
-	if (!engine_involved(fds, n)) {
+	if (!engine_involved(fds, n, r)) {
 		if (r && rs_ring_has_work(r)) {
 			rs_ring_lock(r);
 			rs_ring_progress(r);
@@ -132,23 +153,21 @@ int rs_wait_poll(struct pollfd *fds, unsigned long n, int timeout_ms, const stru
 	*handled = 1;
 	if (n > 65536)
 		return -EINVAL;
-	/* Sockets owned by other threads go back to the kernel path first. */
-	for (unsigned long i = 0; i < n; i++) {
-		struct rs_sock *s = rs_fd_peek(fds[i].fd);
-		struct rs_esock *t = s ? atomic_load(&s->eng) : NULL;
-		if (t && rs_esock_owner(t) && rs_esock_owner(t) != r && rs_esock_mode(t) == RS_ES_ARMED)
-			rs_sock_before_kernel(s, fds[i].fd, RINGSOCK_PT_THREAD);
-	}
-	struct pollfd *k = malloc((n + 1) * sizeof(*k));
-	unsigned char *kind = malloc(n + 1);
+	struct pollfd k_stack[65];
+	unsigned char kind_stack[65];
+	struct pollfd *k = n < 65 ? k_stack : malloc((n + 1) * sizeof(*k));
+	unsigned char *kind = n < 65 ? kind_stack : malloc(n + 1);
 	if (!k || !kind) {
-		free(k);
-		free(kind);
+		if (k != k_stack)
+			free(k);
+		if (kind != kind_stack)
+			free(kind);
 		return -ENOMEM;
 	}
 	if (tmo)
 		timeout_ms = (int)(tmo->tv_sec * 1000 + (tmo->tv_nsec + 999999) / 1000000);
-	int64_t deadline = timeout_ms > 0 ? rs_now_ns() + (int64_t)timeout_ms * 1000000 : -1;
+	/* The deadline is read from the clock when the call first sleeps. */
+	int64_t deadline = -1;
 	int result;
 	for (;;) {
 		int transient = 0;
@@ -171,6 +190,17 @@ int rs_wait_poll(struct pollfd *fds, unsigned long n, int timeout_ms, const stru
 				continue;
 			}
 		}
+		/* A call that will not sleep asks the kernel only about what
+		 * it has to: nothing, or kernel fds the ring does not vouch
+		 * for (kwatch.c). */
+		int skip = 0;
+		if (!blocking) {
+			skip = 1;
+			for (unsigned long i = 0; i < n && skip; i++)
+				skip = k[i].fd < 0;
+			if (!skip && r)
+				skip = rs_kw_quiet(r, k, n);
+		}
 		if (r)
 			rs_ring_unlock(r);
 		/* Save engine answers: the kernel call overwrites revents. */
@@ -183,7 +213,9 @@ int rs_wait_poll(struct pollfd *fds, unsigned long n, int timeout_ms, const stru
 			saved[i] = k[i].revents;
 		struct timespec ts, *tsp = NULL;
 		int t_ms = ready ? 0 : timeout_ms;
-		if (t_ms > 0 && deadline >= 0) {
+		if (t_ms > 0 && deadline < 0)
+			deadline = rs_now_ns() + (int64_t)timeout_ms * 1000000;
+		else if (t_ms > 0) {
 			int64_t left = deadline - rs_now_ns();
 			t_ms = left <= 0 ? 0 : (int)((left + 999999) / 1000000);
 		}
@@ -197,7 +229,16 @@ int rs_wait_poll(struct pollfd *fds, unsigned long n, int timeout_ms, const stru
 			ts.tv_nsec = (long)(t_ms % 1000) * 1000000;
 			tsp = &ts;
 		}
-		long kr = rs_syscall(SYS_ppoll, k, nk, tsp, ss, 8);
+		long kr = 0;
+		if (skip) {
+			for (unsigned long i = 0; i < n; i++)
+				k[i].revents = 0;
+			rs_stat_add(RS_C_CALLS_NOSYS, 1);
+		} else {
+			kr = rs_syscall(SYS_ppoll, k, nk, tsp, ss, 8);
+			if (r && kr >= 0)
+				learn(r, k, n);
+		}
 		if (r)
 			rs_ring_evfd_quiet(r, 1);
 		int wake = 0;
@@ -220,7 +261,9 @@ int rs_wait_poll(struct pollfd *fds, unsigned long n, int timeout_ms, const stru
 			break;
 		}
 	}
-	free(k);
-	free(kind);
+	if (k != k_stack)
+		free(k);
+	if (kind != kind_stack)
+		free(kind);
 	return result;
 }
