@@ -41,16 +41,11 @@ enum rs_setup_mode { RS_SETUP_AUTO, RS_SETUP_DEFER, RS_SETUP_COOP, RS_SETUP_PLAI
 /* Bits of RINGSOCK_FEATURES_DISABLE: bit i is choice i ("none" is bit 0). */
 enum rs_feature_bit {
 	RS_FEAT_IO_URING = 1u << 1,
-	RS_FEAT_MSHOT_ACCEPT = 1u << 2,
-	RS_FEAT_MSHOT_RECV = 1u << 3,
-	RS_FEAT_BUF_RING = 1u << 4,
-	RS_FEAT_SINGLE_ISSUER = 1u << 5,
-	RS_FEAT_DEFER_TASKRUN = 1u << 6,
-	RS_FEAT_COOP_TASKRUN = 1u << 7,
-	RS_FEAT_BUNDLE = 1u << 8,
-	RS_FEAT_BUF_INC = 1u << 9,
-	RS_FEAT_SEND_ZC = 1u << 10,
-	RS_FEAT_RECV_CAP = 1u << 11, /* a byte cap on a multishot receive (6.17+) */
+	RS_FEAT_MSHOT_RECV = 1u << 2,
+	RS_FEAT_BUF_RING = 1u << 3,
+	RS_FEAT_SINGLE_ISSUER = 1u << 4,
+	RS_FEAT_DEFER_TASKRUN = 1u << 5,
+	RS_FEAT_RECV_CAP = 1u << 6, /* a byte cap on a multishot receive (6.17+) */
 };
 
 #define RS_STR_KNOB_MAX 512

@@ -13,8 +13,8 @@ fi
 out=$(RINGSOCK_BUF_COUNT=64 "$RS_CLI" check --knobs)
 check "check --knobs shows an environment value, marked" sh -c 'echo "$0" | grep -q "\* RINGSOCK_BUF_COUNT=64"' "$out"
 check "check --knobs lists every knob" test "$(echo "$out" | grep -c 'RINGSOCK_')" = "$("$RS_CLI" knobs | grep -c '^RINGSOCK_')"
-out=$(RINGSOCK_FEATURES_DISABLE=send_zc,buf_ring "$RS_CLI" check); rc=$?
-check "features disabled by knob are shown as treated as missing" sh -c 'echo "$0" | grep -q "send_zc: *yes (treated as missing"' "$out"
+out=$(RINGSOCK_FEATURES_DISABLE=recv_cap,buf_ring "$RS_CLI" check); rc=$?
+check "features disabled by knob are shown as treated as missing" sh -c 'echo "$0" | grep -q "provided-buffer rings: *yes (treated as missing"' "$out"
 check "buf_ring disabled: check exits 1" test $rc = 1
 "$RS_NO_URING" "$RS_CLI" check >"$TMP/nouring" 2>&1; rc=$?
 if [ $rc != 77 ]; then

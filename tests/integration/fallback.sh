@@ -45,7 +45,10 @@ done
 # io_uring really refused (a seccomp filter, as container runtimes have):
 # the same, counted as no_io_uring too.
 WRAP="$RS_NO_URING" run_mode "seccomp blocks io_uring_setup" off RINGSOCK_LOG=warn
-# Not used by this release's engine: it keeps serving.
-run_mode "FEATURES_DISABLE=multishot_accept,coop_taskrun,bundle,buf_inc,send_zc" on \
-	RINGSOCK_FEATURES_DISABLE=multishot_accept,coop_taskrun,bundle,buf_inc,send_zc
+# Optional for the engine: without the receive's byte cap it keeps serving.
+run_mode "FEATURES_DISABLE=recv_cap" on RINGSOCK_FEATURES_DISABLE=recv_cap
+# Features the engine does not use are not knob values.
+RINGSOCK_FEATURES_DISABLE=send_zc "$RS_CLI" check --knobs >"$TMP/k" 2>&1; rc=$?
+check "FEATURES_DISABLE=send_zc is refused with a message naming it" grep -q "FEATURES_DISABLE='send_zc' is invalid" "$TMP/k"
+check "FEATURES_DISABLE=send_zc: the launcher refuses to start" test $rc != 0
 finish
