@@ -201,6 +201,11 @@ struct rs_ring_poll {
 	unsigned tail;          /* the SQ tail after its SQE: submitted once
 				 * the kernel's head has passed it */
 	uint8_t armed;
+	/* rs_ring_poll_arm_lazy's bookkeeping: */
+	uint8_t used;           /* the poll armed last has answered a call */
+	uint8_t verdict_due;    /* armed since wasted was updated */
+	uint8_t wasted;         /* polls in a row that fired before answering */
+	unsigned backoff;       /* lazy arms to skip before arming again */
 };
 
 /* The kernel fds of this thread's poll/select sets, registered in a
@@ -209,11 +214,7 @@ struct rs_ring_poll {
 struct rs_kwatch {
 	int epfd;               /* the private set, when have */
 	uint8_t have;
-	uint8_t wasted;         /* polls in a row that fired before answering */
-	uint8_t used;           /* the poll armed last has answered a call */
-	uint8_t verdict_due;    /* a poll was armed since wasted was updated */
 	unsigned gen;           /* rs_kw_gen when the registrations were made */
-	unsigned backoff;       /* looks to go before arming again */
 	unsigned skips;         /* calls answered without the kernel since its
 				 * last look */
 	unsigned n;
@@ -254,7 +255,6 @@ struct rs_ring {
 	 * (ep.c); RS_POLL_KW, the kernel fds of poll/select sets (kwatch.c) */
 	struct rs_ring_poll poll[RS_POLL_SLOTS];
 	uint64_t poll_seq;
-	struct rs_kwatch kw;    /* kwatch.c's record [lock] */
 	uint8_t wake_armed;     /* a poll of evfd is in the ring (blocking calls) [lock] */
 	uint8_t reg_ring;       /* ring fd registered (enter_ring_fd is an index) [set] */
 	uint8_t tr_stale;       /* IORING_SQ_TASKRUN stayed set through three
@@ -269,6 +269,7 @@ struct rs_ring {
 	uint64_t prepare_seq;   /* rounds of engine work (watchdog) [lock] */
 	uint64_t watch_seq;     /* prepare_seq at the watchdog's last look [lock] */
 	unsigned send_batch;    /* RINGSOCK_SEND_BATCH [set] */
+	struct rs_kwatch kw;    /* kwatch.c's record (last: cold) [lock] */
 };
 
 /* This thread's ring, created on first use; NULL if the engine is off or
@@ -316,8 +317,13 @@ void rs_ring_poll_cancel(struct rs_ring *r, int slot);
  * and has not fired (lock held). */
 int rs_ring_poll_needed(struct rs_ring *r, int slot, const void *key);
 /* Is slot's poll of key armed, in the kernel's hands (submitted) and not
- * fired, with no completion waiting to be reaped (lock held)? */
+ * fired, with no completion waiting to be reaped (lock held)?  A yes
+ * counts as the poll having answered a call. */
 int rs_ring_poll_quiet(struct rs_ring *r, int slot, const void *key);
+/* rs_ring_poll_arm for callers that arm on every look: a poll that keeps
+ * firing before it answers anything (something in the set stays ready)
+ * is armed again only after 2, 4, ... up to 64 such calls. */
+void rs_ring_poll_arm_lazy(struct rs_ring *r, int slot, int fd, const void *key);
 /* Sleep in the ring until something completes beyond what this call
  * submits itself, the timeout or a signal: 0, -ETIME or -EINTR (owner
  * only; called locked, returns unlocked).  What is queued (sends, rearms,

@@ -307,6 +307,11 @@ static int engine_round(struct rs_ep *ep, int epfd, struct rs_ring *r, struct ep
 		entered = rs_ring_catch_up(r);
 	} else {
 		rs_ring_progress(r);
+		/* Submitted with the next call's progress; from then on a call
+		 * that will not sleep skips the kernel's epoll_wait until the
+		 * set has something. */
+		if (ring_mode)
+			rs_ring_poll_arm_lazy(r, RS_POLL_EP, epfd, ep);
 	}
 	rd->n = collect(ep, r, evs, max, rd->foreign, &rd->nforeign, rd->ffd, &rd->transient);
 	if (sleepy && !entered && (rd->n || rd->nforeign))
@@ -315,7 +320,7 @@ static int engine_round(struct rs_ep *ep, int epfd, struct rs_ring *r, struct ep
 		/* A poll armed and not fired: the set has had nothing since it
 		 * was armed (a one-shot poll completes at once if the set is
 		 * readable when armed). */
-		rd->fetch = rs_ring_poll_needed(r, RS_POLL_EP, ep);
+		rd->fetch = sleepy ? rs_ring_poll_needed(r, RS_POLL_EP, ep) : !rs_ring_poll_quiet(r, RS_POLL_EP, ep);
 	}
 	if (!rd->n && block && !rd->nforeign) {
 		rs_epr_ring_in(ep, r);
@@ -555,8 +560,11 @@ int rs_ep_wait(int epfd, struct epoll_event *evs, int max, int timeout_ms, const
 		if (k < 0)
 			return n ? n : (int)k;
 		int out = translate(ep, evs, k, &rd);
-		if (out > 0 || !rd.wake)
+		if (out > 0 || !rd.wake) {
+			if (!rd.fetch) /* answered without asking the kernel */
+				rs_stat_add(RS_C_CALLS_NOSYS, 1);
 			return out;
+		}
 		/* Woken by a completion, an ERR/HUP edge of an engine socket or
 		 * a ring's eventfd: what it brought is on the ready list now.  A
 		 * poll with no timeout looks once more. */

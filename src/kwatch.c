@@ -21,8 +21,8 @@
  * (regular files): a set with one of them always asks the kernel.
  *
  * A poll that keeps firing before it answers anything (a busy kernel fd in
- * the set) costs an arming each time: after such misses the next arming
- * waits for 2, 4, ... up to 64 looks at the kernel.
+ * the set) would cost an arming each time: rs_ring_poll_arm_lazy arms it
+ * again only after 2, 4, ... up to 64 looks at the kernel.
  */
 #define _GNU_SOURCE 1
 #include <errno.h>
@@ -80,8 +80,7 @@ void rs_kw_reset(struct rs_ring *r)
 		rs_fdguard_release(w->epfd);
 	w->have = 0;
 	w->n = 0;
-	w->used = w->wasted = w->verdict_due = 0;
-	w->backoff = w->skips = 0;
+	w->skips = 0;
 }
 
 int rs_kw_quiet(struct rs_ring *r, const struct pollfd *k, unsigned long n)
@@ -98,7 +97,6 @@ int rs_kw_quiet(struct rs_ring *r, const struct pollfd *k, unsigned long n)
 			return 0;
 	}
 	w->skips++;
-	w->used = 1;
 	return 1;
 }
 
@@ -147,18 +145,5 @@ void rs_kw_learn(struct rs_ring *r, const struct pollfd *k, unsigned long n)
 	for (unsigned long i = 0; i < n; i++)
 		if (k[i].fd >= 0 && watch(w, k[i].fd, (unsigned)k[i].events & KW_EVENTS) < 0)
 			return;
-	if (r->poll[RS_POLL_KW].armed)
-		return;
-	if (w->verdict_due) { /* the last poll fired: had it answered a call? */
-		w->verdict_due = 0;
-		w->wasted = w->used ? 0 : w->wasted < 6 ? w->wasted + 1 : 6;
-		w->backoff = w->wasted ? 1u << w->wasted : 0;
-	}
-	if (w->backoff) {
-		w->backoff--;
-		return;
-	}
-	w->used = 0;
-	w->verdict_due = 1;
-	rs_ring_poll_arm(r, RS_POLL_KW, w->epfd, w);
+	rs_ring_poll_arm_lazy(r, RS_POLL_KW, w->epfd, w);
 }

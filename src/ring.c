@@ -415,13 +415,37 @@ int rs_ring_poll_needed(struct rs_ring *r, int slot, const void *key)
 
 int rs_ring_poll_quiet(struct rs_ring *r, int slot, const void *key)
 {
-	const struct rs_ring_poll *p = &r->poll[slot];
+	struct rs_ring_poll *p = &r->poll[slot];
 	if (!p->armed || p->key != key || r->tr_stale)
 		return 0;
 	/* submitted: the kernel has consumed the SQ past its entry */
 	if ((int)(IO_URING_READ_ONCE(*r->ring.sq.khead) - p->tail) < 0)
 		return 0;
-	return !rs_ring_has_completions(r);
+	if (rs_ring_has_completions(r))
+		return 0;
+	p->used = 1;
+	return 1;
+}
+
+void rs_ring_poll_arm_lazy(struct rs_ring *r, int slot, int fd, const void *key)
+{
+	struct rs_ring_poll *p = &r->poll[slot];
+	if (p->armed && p->key == key)
+		return;
+	if (p->key != key)
+		p->verdict_due = p->wasted = 0, p->backoff = 0;
+	if (p->verdict_due) { /* the last poll fired: had it answered a call? */
+		p->verdict_due = 0;
+		p->wasted = p->used ? 0 : p->wasted < 6 ? p->wasted + 1 : 6;
+		p->backoff = p->wasted ? 1u << p->wasted : 0;
+	}
+	if (p->backoff) {
+		p->backoff--;
+		return;
+	}
+	rs_ring_poll_arm(r, slot, fd, key);
+	p->used = 0;
+	p->verdict_due = p->armed;
 }
 
 long rs_blocking_syscall(long nr, long a, long b, long c, long d, long e, long f)
