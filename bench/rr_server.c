@@ -1,10 +1,12 @@
-/* rs-rr-server PORT [SIZE] - a plain epoll request-response server: each
+/* rs-rr-server PORT [SIZE [ADDR]] - a plain epoll request-response server
+ * on ADDR (default 127.0.0.1): each
  * connection sends fixed-size requests (SIZE, default 1 KiB) and gets a
  * response of the same size back.  Single-threaded, level-triggered,
  * nonblocking: what a typical event-loop server does.  Runs until SIGTERM
  * or SIGINT. */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -29,7 +31,7 @@ static void on_sig(int s) { (void)s; stop = 1; }
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
-		fprintf(stderr, "usage: rs-rr-server PORT [SIZE]\n");
+		fprintf(stderr, "usage: rs-rr-server PORT [SIZE [ADDR]]\n");
 		return 2;
 	}
 	size_t size = argc > 2 ? (size_t)atoi(argv[2]) : 1024;
@@ -41,6 +43,10 @@ int main(int argc, char **argv)
 	setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
 	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((unsigned short)atoi(argv[1])),
 				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	if (argc > 3 && inet_pton(AF_INET, argv[3], &a.sin_addr) != 1) {
+		fprintf(stderr, "rs-rr-server: bad address %s\n", argv[3]);
+		return 2;
+	}
 	if (bind(l, (struct sockaddr *)&a, sizeof(a)) || listen(l, 4096)) {
 		perror("listen");
 		return 1;
