@@ -11,7 +11,10 @@
  * edge-triggered and one-shot semantics are applied here for those
  * sockets, with a ready list per epoll set as the kernel keeps one.  The
  * waiting thread's ring eventfd sits in the set (edge-triggered) so that
- * engine completions wake the kernel wait.
+ * engine completions wake the kernel wait.  In ring mode the ring keeps a
+ * one-shot poll of the set: a wait sleeps in io_uring_enter, and a wait
+ * that will not sleep skips the kernel's epoll_wait, while that poll has
+ * not fired (nothing in the kernel's part of the set has stirred).
  */
 #include <errno.h>
 #include <poll.h>
