@@ -386,6 +386,11 @@ static size_t kernel_rest(struct rs_tcp *t, const struct iovec *iov, int iovcnt,
 {
 	if (iovcnt > 8 || t->e.fd < 0)
 		return 0;
+	/* Only where the kernel's queue comes next: a receive of ours in
+	 * flight would take what it has first. */
+	if (!(t->e.mode == RS_ES_DETACHED ||
+	      (t->e.mode == RS_ES_ARMED && (t->rx_direct || t->rx_starved) && !t->e.recv_armed)))
+		return 0;
 	if (t->e.sock->urgent && at_mark(t->e.fd))
 		return 0; /* one kernel read would have stopped at the mark */
 	/* A pending error (a reset) stays the kernel's: one kernel read would
@@ -397,9 +402,6 @@ static size_t kernel_rest(struct rs_tcp *t, const struct iovec *iov, int iovcnt,
 	int inq = 0;
 	if (rs_syscall(SYS_poll, &p, 1, 0) == 1 && (p.revents & POLLERR) &&
 	    (rs_syscall(SYS_ioctl, t->e.fd, SIOCINQ, &inq) < 0 || inq <= 0))
-		return 0;
-	if (!(t->e.mode == RS_ES_DETACHED ||
-	      (t->e.mode == RS_ES_ARMED && (t->rx_direct || t->rx_starved) && !t->e.recv_armed)))
 		return 0;
 	struct iovec v[8];
 	int n = 0;
