@@ -7,6 +7,12 @@
  * per RINGSOCK_RECLAIM_BATCH buffers (or before the ring next enters the
  * kernel, whichever comes first).  RINGSOCK_RECLAIM=per-op advances the
  * tail for every buffer, to measure what coalescing buys.
+ *
+ * The pool follows demand: the ring has RINGSOCK_BUF_COUNT_MAX entries
+ * and the memory for as many buffers is mapped (address space only), but
+ * only RINGSOCK_BUF_COUNT buffers circulate at first.  When a receive
+ * finds none free (ENOBUFS), the next as many join, up to the maximum; a
+ * buffer's pages become memory only once it has received data.
  */
 #include <errno.h>
 #include <sys/mman.h>
@@ -27,14 +33,19 @@ int rs_bufring_setup(struct rs_ring *r)
 	b->count = pow2((unsigned)rs_rt.cfg.v[RS_K_BUF_COUNT]);
 	if (b->count > 32768)
 		b->count = 32768;
-	b->mask = b->count - 1;
+	b->max = pow2((unsigned)rs_rt.cfg.v[RS_K_BUF_COUNT_MAX]);
+	if (b->max > 32768)
+		b->max = 32768;
+	if (b->max < b->count)
+		b->max = b->count;
+	b->mask = b->max - 1;
 	b->size = (uint32_t)rs_rt.cfg.v[RS_K_BUF_SIZE];
 	b->bgid = 0;
-	size_t ring_len = (size_t)b->count * sizeof(struct io_uring_buf);
+	size_t ring_len = (size_t)b->max * sizeof(struct io_uring_buf);
 	ring_len = (ring_len + 4095) & ~(size_t)4095;
-	size_t ovf_len = ((size_t)b->count * sizeof(struct rs_bufovf) + 4095) & ~(size_t)4095;
-	b->map_len = ring_len + ovf_len + (size_t)b->count * b->size;
-	void *m = mmap(NULL, b->map_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	size_t ovf_len = ((size_t)b->max * sizeof(struct rs_bufovf) + 4095) & ~(size_t)4095;
+	b->map_len = ring_len + ovf_len + (size_t)b->max * b->size;
+	void *m = mmap(NULL, b->map_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	if (m == MAP_FAILED)
 		return -ENOMEM;
 	/* A fork child never uses this thread's buffers: held data is copied
@@ -45,7 +56,7 @@ int rs_bufring_setup(struct rs_ring *r)
 	b->mem = (char *)m + ring_len + ovf_len;
 	struct io_uring_buf_reg reg = {
 		.ring_addr = (uint64_t)(uintptr_t)b->br,
-		.ring_entries = b->count,
+		.ring_entries = b->max,
 		.bgid = b->bgid,
 	};
 	int e = io_uring_register_buf_ring(&r->ring, &reg, 0);
@@ -81,6 +92,24 @@ void rs_buf_flush(struct rs_ring *r)
 	io_uring_buf_ring_advance(b->br, (int)b->pending);
 	b->pending = 0;
 	rs_stat_add(RS_C_RECLAIM_BATCHES, 1);
+}
+
+int rs_buf_grow(struct rs_ring *r)
+{
+	struct rs_bufring *b = &r->buf;
+	rs_assert(rs_ring_held(r));
+	if (b->count >= b->max || !b->br)
+		return 0;
+	unsigned add = b->count <= b->max - b->count ? b->count : b->max - b->count;
+	for (unsigned i = 0; i < add; i++)
+		io_uring_buf_ring_add(b->br, rs_buf_addr(b, b->count + i), b->size, (unsigned short)(b->count + i),
+				      b->mask, (int)(b->pending + i));
+	b->pending += add;
+	b->count += add;
+	rs_buf_flush(r);
+	rs_stat_add(RS_C_BUF_GROWS, 1);
+	rs_debug("receive buffers: %u in circulation (a receive found none free)", b->count);
+	return 1;
 }
 
 void rs_buf_release(struct rs_ring *r, unsigned bid)

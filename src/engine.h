@@ -168,7 +168,8 @@ void rs_frag_pool_destroy(struct rs_frag_pool *p);
 struct rs_bufring {
 	struct io_uring_buf_ring *br;
 	char *mem;
-	unsigned count, mask;
+	unsigned count;         /* buffers in circulation (grows to max) */
+	unsigned max, mask;     /* the ring's entries (mask = max - 1) */
 	uint32_t size;
 	unsigned short bgid;
 	unsigned pending;       /* added to the ring, tail not advanced yet */
@@ -191,6 +192,9 @@ static inline char *rs_buf_addr(struct rs_bufring *b, unsigned bid)
 }
 /* A consumed buffer goes back; it reaches the kernel with the batch. */
 void rs_buf_release(struct rs_ring *r, unsigned bid);
+/* A receive found no buffer free: double the buffers in circulation, up
+ * to RINGSOCK_BUF_COUNT_MAX (lock held).  1 if it grew. */
+int rs_buf_grow(struct rs_ring *r);
 void rs_buf_flush(struct rs_ring *r); /* advance the tail for the batch */
 
 /* ---- ring.c ------------------------------------------------------------- */

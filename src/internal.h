@@ -66,6 +66,7 @@ enum {
 	RS_C_RX_OVERFLOWS,
 	RS_C_DIRECT_ON,        /* layout version 6 */
 	RS_C_DIRECT_OFF,
+	RS_C_BUF_GROWS,        /* layout version 7 */
 	RS_C_COUNT
 };
 struct rs_tstats;

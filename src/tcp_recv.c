@@ -610,6 +610,7 @@ void rs_tcp_recv_done(struct rs_ring *r, struct rs_tcp *t, struct io_uring_cqe *
 		t->rx_eof = 1;
 	} else if (c->res == -ENOBUFS) {
 		rs_stat_add(RS_C_ENOBUFS, 1);
+		rs_buf_grow(r); /* the pool follows demand, up to its bound */
 		/* Other sockets hold every buffer: until this one is armed again
 		 * its input stays in the kernel, which answers its reads and
 		 * reports it (a reader must never be left with neither). */

@@ -1,8 +1,8 @@
 # Data-integrity stress: hundreds of connections with random sizes, split
 # points and close timing, checksummed on both ends, with both processes
 # under ringsock; with default knobs and with knobs that push the engine
-# into its corners: a 16-buffer ring of 1 KiB buffers (with and without
-# the receive's byte cap) with per-operation
+# into its corners: a 16-buffer ring of 1 KiB buffers that may not grow
+# (with and without the receive's byte cap), and one that may, with per-operation
 # and with coalesced reclaim, 4 KiB frag chunks, one send per submit, a
 # 4 KiB held-data bound, the per-socket caches, and a 1 KiB threshold for
 # direct reads and writes (bulk-reader mode on most connections).
@@ -49,13 +49,21 @@ run_case() { # label conns seed [env...]
 run_case defaults 300 1
 # (no byte cap on the receive: the ring must run dry, so that sockets
 # wait for buffers reading through the kernel)
-run_case corners 300 2 RINGSOCK_BUF_COUNT=16 RINGSOCK_BUF_SIZE=1024 RINGSOCK_RECLAIM=per-op \
+# (a ring that may not grow: RINGSOCK_BUF_COUNT_MAX at the same 16)
+run_case corners 300 2 RINGSOCK_BUF_COUNT=16 RINGSOCK_BUF_COUNT_MAX=16 RINGSOCK_BUF_SIZE=1024 RINGSOCK_RECLAIM=per-op \
 	RINGSOCK_HIGH_ORDER_ALLOC_DISABLE=1 RINGSOCK_SEND_BATCH=1 RINGSOCK_RCVBUF_LIMIT=4096 \
 	RINGSOCK_FEATURES_DISABLE=recv_cap
 check "corners: the buffer ring ran dry and recovered" test "$(stat_sum "$TMP/corners.srv" enobufs)" -gt 0
-run_case capped 300 3 RINGSOCK_BUF_COUNT=16 RINGSOCK_BUF_SIZE=1024 RINGSOCK_RCVBUF_LIMIT=4096 \
+check "corners: a ring held at its maximum never grew" test "$(stat_sum "$TMP/corners.srv" buf_grows)" = 0
+# The same demand with room to grow: 16 buffers double to at most 256.
+run_case grows 300 2 RINGSOCK_BUF_COUNT=16 RINGSOCK_BUF_COUNT_MAX=256 RINGSOCK_BUF_SIZE=1024 \
+	RINGSOCK_RCVBUF_LIMIT=4096 RINGSOCK_FEATURES_DISABLE=recv_cap
+check "grows: the receive buffers grew with demand" test "$(stat_sum "$TMP/grows.srv" buf_grows)" -ge 1
+check "grows: at most four doublings (16 to 256) per ring" test "$(stat_sum "$TMP/grows.srv" buf_grows)" -le \
+	"$((4 * $(stat_sum "$TMP/grows.srv" rings)))"
+run_case capped 300 3 RINGSOCK_BUF_COUNT=16 RINGSOCK_BUF_COUNT_MAX=16 RINGSOCK_BUF_SIZE=1024 RINGSOCK_RCVBUF_LIMIT=4096 \
 	RINGSOCK_SEND_BATCH=1
-run_case caches 300 4 RINGSOCK_BUF_COUNT=16 RINGSOCK_BUF_SIZE=1024 RINGSOCK_RCVBUF_LIMIT=4096 \
+run_case caches 300 4 RINGSOCK_BUF_COUNT=16 RINGSOCK_BUF_COUNT_MAX=16 RINGSOCK_BUF_SIZE=1024 RINGSOCK_RCVBUF_LIMIT=4096 \
 	RINGSOCK_SEND_BATCH=1 RINGSOCK_RX_CACHE=1 RINGSOCK_TX_CACHE=1
 run_case direct 200 5 RINGSOCK_DIRECT_THRESHOLD=1024 RINGSOCK_LINEAR_FIRST=0 \
 	RINGSOCK_RECLAIM_THRESHOLD=0 RINGSOCK_RECLAIM_CHUNK=4096
