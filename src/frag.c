@@ -6,7 +6,10 @@
  * place once every slice carved from it has been sent.  Chunks that fall
  * free go to a free list; memory goes back to the operating system only
  * when the free list is above RINGSOCK_RECLAIM_THRESHOLD, and then
- * RINGSOCK_RECLAIM_CHUNK bytes at a time (hysteresis, not per operation).
+ * RINGSOCK_RECLAIM_CHUNK bytes at a time (hysteresis, not per operation);
+ * with RINGSOCK_RECLAIM=per-op every chunk goes back as soon as it falls
+ * free (memory as small as possible, the behaviour the coalesced default
+ * is measured against).
  * The pool belongs to one ring and is used under its lock.
  */
 #include <stdlib.h>
@@ -15,10 +18,11 @@
 
 static void pool_trim(struct rs_frag_pool *p)
 {
-	size_t threshold = (size_t)rs_rt.cfg.v[RS_K_RECLAIM_THRESHOLD];
+	int per_op = rs_rt.cfg.v[RS_K_RECLAIM] == RS_RECLAIM_PER_OP;
+	size_t threshold = per_op ? 0 : (size_t)rs_rt.cfg.v[RS_K_RECLAIM_THRESHOLD];
 	if (p->free_bytes <= threshold || __atomic_load_n(&rs_dying, __ATOMIC_RELAXED))
 		return; /* (dying: no free(), see engine.c die_flush) */
-	size_t target = (size_t)rs_rt.cfg.v[RS_K_RECLAIM_CHUNK];
+	size_t target = per_op ? (size_t)-1 : (size_t)rs_rt.cfg.v[RS_K_RECLAIM_CHUNK];
 	size_t freed = 0;
 	while (p->free && freed < target) {
 		struct rs_chunk *c = p->free;
