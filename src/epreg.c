@@ -218,14 +218,20 @@ int rs_epr_engine_mode(struct rs_sock *s)
 	return e && rs_esock_armed_on(e, NULL);
 }
 
-void rs_ep_sock_changed(struct rs_esock *e)
+static void sock_look(struct rs_esock *e, int edge)
 {
 	for (struct rs_epreg *g = e->sock->regs; g; g = g->sock_next) {
 		rs_mutex_lock(&g->ep->lock);
-		g->edge = 1;
+		if (edge)
+			g->edge = 1;
 		rs_epr_ready_push(g->ep, g);
 		rs_mutex_unlock(&g->ep->lock);
 	}
+}
+
+void rs_ep_sock_changed(struct rs_esock *e)
+{
+	sock_look(e, 1);
 }
 
 void rs_ep_sock_armed(struct rs_esock *e)
@@ -266,10 +272,20 @@ void rs_ep_sock_detached(struct rs_esock *e)
 		g->engine = 0;
 		uint32_t ev = g->disabled ? (g->events & ~(EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLPRI))
 					  : g->events;
-		rs_epr_ctl(g, EPOLL_CTL_MOD, ev);
+		/* (Not when the kernel watches exactly that already, as for a
+		 * socket whose input it reported: EPOLL_CTL_MOD polls anew,
+		 * and would report an edge-triggered registration's input a
+		 * second time.) */
+		if (g->kev != ev)
+			rs_epr_ctl(g, EPOLL_CTL_MOD, ev);
 	}
 	rs_mutex_unlock(&rs_ep_ctl_lock);
-	rs_ep_sock_changed(e);
+	/* Leaving the engine is no event of the socket's: each set looks at it
+	 * again (level-triggered input it still holds), but an edge-triggered
+	 * registration gets no new edge; one not yet reported stays.  What
+	 * the kernel has queued since the engine's receive stopped was never
+	 * reported, and the kernel reports it (EPOLL_CTL_MOD polls it). */
+	sock_look(e, 0);
 }
 
 /* Drop every registration of s; del: remove them from the kernel sets too,

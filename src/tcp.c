@@ -234,12 +234,14 @@ static void complete(struct rs_ring *r, struct rs_esock *e, int op, struct io_ur
 {
 	struct rs_tcp *t = rs_tcp_of(e);
 	/* Which completions are an edge for epoll: every receive (data, the
-	 * end, an error: the kernel wakes its waiters for each), and a send
+	 * end, an error: the kernel wakes its waiters for each) but the end of
+	 * one we cancelled or that found no buffer (nothing happened to the
+	 * socket), and a send
 	 * only when it makes a full socket writable again or fails, as the
 	 * kernel's write-space wake-ups come only after the buffer was
 	 * full.  (An edge for every send would wake an edge-triggered loop
 	 * once more per response.) */
-	int edge = op == RS_UD_RECV;
+	int edge = op == RS_UD_RECV && c->res != -ECANCELED && c->res != -ENOBUFS;
 	switch (op) {
 	case RS_UD_RECV:
 		rs_tcp_recv_done(r, t, c);
