@@ -121,6 +121,14 @@ RS_EXPORT int ioctl(int fd, RS_IOCTL_REQ req, ...)
 RS_EXPORT int getsockopt(int fd, int level, int name, void *val, socklen_t *len)
 {
 	struct rs_sock *s = rs_enter_fd(fd, RINGSOCK_FAM_CTL);
+	int lowat = s ? __atomic_load_n(&s->rcvlowat, __ATOMIC_RELAXED) : 0;
+	if (lowat && level == SOL_SOCKET && name == SO_RCVLOWAT && val && len && *len >= (socklen_t)sizeof(int)) {
+		/* the application's mark, not the one lowered for held bytes */
+		int r = REAL(getsockopt)(fd, level, name, val, len);
+		if (r == 0)
+			*(int *)val = lowat;
+		return r;
+	}
 	if (rs_engine_sock(s) && level == SOL_SOCKET && name == SO_ERROR && val && len &&
 	    *len >= (socklen_t)sizeof(int)) {
 		/* An error the engine saw first is the socket's pending error. */
@@ -173,6 +181,14 @@ RS_EXPORT int setsockopt(int fd, int level, int name, const void *val, socklen_t
 		} else {
 			rs_sock_before_kernel(s, fd, -1); /* TCP_CORK, NODELAY: after queued bytes */
 		}
+	}
+	if (s && level == SOL_SOCKET && name == SO_RCVLOWAT && val && len >= (socklen_t)sizeof(int)) {
+		/* what the engine still holds counts toward the kernel's mark */
+		int want = *(const int *)val, k = rs_tcp_kernel_lowat(s, want);
+		int r = REAL(setsockopt)(fd, level, name, &k, sizeof(k));
+		if (r == 0)
+			__atomic_store_n(&s->rcvlowat, want < 1 ? 1 : want, __ATOMIC_RELAXED);
+		return r;
 	}
 	int r = REAL(setsockopt)(fd, level, name, val, len);
 	if (r == 0 && s && level == SOL_SOCKET &&

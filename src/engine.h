@@ -633,6 +633,10 @@ int rs_tcp_shutdown(struct rs_esock *e, int how);
 int rs_tcp_fionread(struct rs_esock *e, int *out);
 int rs_tcp_so_error(struct rs_esock *e);   /* pending error, 0 if none */
 size_t rs_tcp_held(struct rs_esock *e);    /* received bytes the engine holds */
+/* The SO_RCVLOWAT to give the kernel for the application's lowat: lowered
+ * by the bytes the engine still holds (the socket has left the engine),
+ * so the kernel's readiness counts them. */
+int rs_tcp_kernel_lowat(struct rs_sock *s, int lowat);
 
 /* ---- epreg.c: what the epoll sets know of engine sockets -------------------
  * Called by the socket core and the kinds with the socket's lock held

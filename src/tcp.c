@@ -306,8 +306,15 @@ static unsigned held_events(struct rs_esock *e)
 	struct rs_tcp *t = rs_tcp_of(e);
 	unsigned ev = 0;
 	struct rs_shared_rx *l = RS_LOAD(t->leftover);
-	if (RS_LOAD(t->rx_bytes) ||
-	    (l && __atomic_load_n(&l->off, __ATOMIC_RELAXED) < __atomic_load_n(&l->len, __ATOMIC_RELAXED)))
+	size_t held = RS_LOAD(t->rx_bytes);
+	if (l) {
+		uint32_t off = __atomic_load_n(&l->off, __ATOMIC_RELAXED), len = __atomic_load_n(&l->len, __ATOMIC_RELAXED);
+		held += off < len ? len - off : 0;
+	}
+	/* Below SO_RCVLOWAT the kernel says when it is readable: its mark is
+	 * lowered by what the engine holds (rs_tcp_kernel_lowat). */
+	int lowat = __atomic_load_n(&e->sock->rcvlowat, __ATOMIC_RELAXED);
+	if (held && (lowat <= 1 || held >= (size_t)lowat))
 		ev |= EPOLLIN;
 	if (RS_LOAD(t->rx_err) || RS_LOAD(t->tx_err) || (l && __atomic_load_n(&l->err, __ATOMIC_RELAXED)))
 		ev |= EPOLLERR;

@@ -515,6 +515,11 @@ ssize_t rs_tcp_recv(struct rs_tcp *t, const struct iovec *iov, int iovcnt, int f
 		if (got && got == held && got < want)
 			got += kernel_rest(t, iov, iovcnt, got, flags);
 		if (got) {
+			int lowat = __atomic_load_n(&t->e.sock->rcvlowat, __ATOMIC_RELAXED);
+			if (held && lowat > 1 && !(flags & MSG_PEEK) && t->e.mode == RS_ES_DETACHED) {
+				int k = rs_tcp_kernel_lowat(t->e.sock, lowat);
+				rs_syscall(SYS_setsockopt, t->e.fd, SOL_SOCKET, SO_RCVLOWAT, &k, sizeof(k));
+			}
 			if (!(flags & MSG_PEEK))
 				maybe_unthrottle(t);
 			if (t->leftover && rs_rxq_leftover_empty(t) && !(flags & MSG_PEEK)) {
@@ -578,6 +583,15 @@ ssize_t rs_tcp_recv(struct rs_tcp *t, const struct iovec *iov, int iovcnt, int f
 		rs_stat_add(RS_C_CALLS_NOSYS, 1);
 		return or_tx_error(t, -EAGAIN);
 	}
+}
+
+int rs_tcp_kernel_lowat(struct rs_sock *s, int lowat)
+{
+	struct rs_esock *e = atomic_load(&s->eng);
+	size_t held = e && !rs_esock_passive(e) ? rs_rxq_held(rs_tcp_of(e)) : 0;
+	if (lowat <= 1 || !held)
+		return lowat;
+	return held >= (size_t)lowat ? 1 : lowat - (int)held;
 }
 
 /* ---- send ------------------------------------------------------------------- */
