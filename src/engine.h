@@ -218,6 +218,7 @@ struct rs_ring_poll {
 struct rs_kwatch {
 	int epfd;               /* the private set, when have */
 	uint8_t have;
+	uint8_t no_set;         /* the set could not be made (or protected): never again */
 	unsigned gen;           /* rs_kw_gen when the registrations were made */
 	unsigned skips;         /* calls answered without the kernel since its
 				 * last look */

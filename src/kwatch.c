@@ -135,9 +135,21 @@ void rs_kw_learn(struct rs_ring *r, const struct pollfd *k, unsigned long n)
 	if (w->have && w->gen != gen)
 		rs_kw_reset(r);
 	if (!w->have) {
-		long fd = rs_syscall(SYS_epoll_create1, EPOLL_CLOEXEC);
-		if (fd < 0 || rs_fdguard_adopt((int)fd, &w->epfd) < 0)
+		if (w->no_set)
 			return;
+		long fd = rs_syscall(SYS_epoll_create1, EPOLL_CLOEXEC);
+		int nfd = fd < 0 ? -1 : rs_fdguard_adopt((int)fd, &w->epfd);
+		if (nfd >= 0 && !rs_fdguard_is_engine_slow(nfd)) {
+			/* The engine's descriptor table is full: a set the program
+			 * could close (and whose number it could get back) must
+			 * not be ours; this ring asks the kernel every time. */
+			rs_sys_close(nfd);
+			nfd = -1;
+		}
+		if (nfd < 0) {
+			w->no_set = 1;
+			return;
+		}
 		w->have = 1;
 		w->gen = gen;
 	}
