@@ -8,53 +8,26 @@
  * queue ("engine": calls_nosys moved).  Prints one line per fact;
  * arming.sh compares them with what RINGSOCK_ARM_AFTER promises. */
 #define _GNU_SOURCE
-#include <arpa/inet.h>
-#include <dlfcn.h>
-#include <netinet/in.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 #include <sys/epoll.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <ringsock.h>
-
-static int (*snap)(struct ringsock_stats *);
+#include "counters.h"
 
 static struct ringsock_stats now(void)
 {
-	struct ringsock_stats st;
-	memset(&st, 0, sizeof(st));
-	st.size = sizeof(st);
-	if (snap(&st) != 0) {
-		fprintf(stderr, "arming: snapshot failed\n");
-		exit(1);
-	}
-	return st;
-}
-
-static void die(const char *what)
-{
-	perror(what);
-	exit(1);
+	return now_at_least(0);
 }
 
 int main(int argc, char **argv)
 {
 	int rounds = argc > 1 ? atoi(argv[1]) : 8;
-	snap = (int (*)(struct ringsock_stats *))dlsym(RTLD_DEFAULT, "ringsock_stats_snapshot");
-	if (!snap) {
+	if (!counters_init()) {
 		printf("ringsock not loaded\n");
 		return 1;
 	}
-	int l = socket(AF_INET, SOCK_STREAM, 0);
-	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-	socklen_t alen = sizeof(a);
-	if (l < 0 || bind(l, (struct sockaddr *)&a, sizeof(a)) < 0 || listen(l, 4) < 0 ||
-	    getsockname(l, (struct sockaddr *)&a, &alen) < 0)
-		die("listen");
+	struct sockaddr_in a;
+	int l = loopback_listener(&a);
 	pid_t child = fork();
 	if (child < 0)
 		die("fork");

@@ -20,40 +20,19 @@
  * engine_reads=D" (deltas of the direct and calls_nosys counters for
  * that step). */
 #define _GNU_SOURCE
-#include <arpa/inet.h>
-#include <dlfcn.h>
 #include <errno.h>
-#include <netinet/in.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <sys/socket.h>
 #include <sys/time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <ringsock.h>
+#include "counters.h"
 
-static int (*snap)(struct ringsock_stats *);
 static int sock, cmd_w, ack_r;
 static char big[256 * 1024];
 
 static struct ringsock_stats now(void)
 {
-	struct ringsock_stats st;
-	memset(&st, 0, sizeof(st));
-	st.size = sizeof(st);
-	if (snap(&st) != 0 || st.version < 6) {
-		fprintf(stderr, "direct: snapshot failed or too old\n");
-		exit(1);
-	}
-	return st;
-}
-
-static void die(const char *what)
-{
-	perror(what);
-	exit(1);
+	return now_at_least(6);
 }
 
 /* The peer: for each count n read from the command pipe, send n 64-byte
@@ -91,17 +70,12 @@ static void report(const char *step, struct ringsock_stats *b)
 
 int main(int argc, char **argv)
 {
-	snap = (int (*)(struct ringsock_stats *))dlsym(RTLD_DEFAULT, "ringsock_stats_snapshot");
-	if (!snap) {
+	if (!counters_init()) {
 		printf("ringsock not loaded\n");
 		return 1;
 	}
-	int l = socket(AF_INET, SOCK_STREAM, 0);
-	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-	socklen_t alen = sizeof(a);
-	if (l < 0 || bind(l, (struct sockaddr *)&a, sizeof(a)) < 0 || listen(l, 4) < 0 ||
-	    getsockname(l, (struct sockaddr *)&a, &alen) < 0)
-		die("listen");
+	struct sockaddr_in a;
+	int l = loopback_listener(&a);
 	int cmd[2], ack[2];
 	if (pipe(cmd) < 0 || pipe(ack) < 0)
 		die("pipe");
