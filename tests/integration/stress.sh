@@ -55,6 +55,8 @@ run_case corners 300 2 RINGSOCK_BUF_COUNT=16 RINGSOCK_BUF_COUNT_MAX=16 RINGSOCK_
 	RINGSOCK_FEATURES_DISABLE=recv_cap
 check "corners: the buffer ring ran dry and recovered" test "$(stat_sum "$TMP/corners.srv" enobufs)" -gt 0
 check "corners: a ring held at its maximum never grew" test "$(stat_sum "$TMP/corners.srv" buf_grows)" = 0
+check "corners: per-op reclaim gave send chunks back as they fell free" \
+	test "$(($(stat_sum "$TMP/corners.srv" reclaim_returns) + $(stat_sum "$TMP/corners.cli" reclaim_returns)))" -gt 0
 # The same demand with room to grow: 16 buffers double to at most 256.
 run_case grows 300 2 RINGSOCK_BUF_COUNT=16 RINGSOCK_BUF_COUNT_MAX=256 RINGSOCK_BUF_SIZE=1024 \
 	RINGSOCK_RCVBUF_LIMIT=4096 RINGSOCK_FEATURES_DISABLE=recv_cap

@@ -4,9 +4,13 @@
  * kernel fds (src/kwatch.c), so every change must still show in the very
  * next call: a pipe filled and drained, a pipe's write end filling up, a
  * listener getting a connection, a watched number closed and reused, a
- * number replaced by dup2, a regular file (which epoll refuses).
+ * number replaced by dup2, a regular file (which epoll refuses).  The
+ * same for epoll_wait(0) on a set holding s and kernel fds (it skips the
+ * kernel's epoll_wait while the ring's poll of the set is quiet): a pipe
+ * filled and drained, a ready pipe added, one removed.
  * ENGINE_MIN_ACCELERATED=1 */
 #include "../scn.h"
+#include <sys/epoll.h>
 #include <sys/select.h>
 #include <sys/syscall.h>
 
@@ -152,6 +156,39 @@ int main(void)
 		seen = (pp[1].revents & POLLIN) != 0;
 	}
 	say("raw dup2 %ld: readiness seen within 100 calls: %d", rc == num ? 0L : rc, seen);
+
+	/* epoll_wait(0): s (level-triggered, readable) and a pipe. */
+	int ep = epoll_create1(0);
+	int e2[2], e3[2];
+	if (ep < 0 || pipe(e2) < 0 || pipe(e3) < 0)
+		die("epoll");
+	struct epoll_event ev = { .events = EPOLLIN, .data.fd = s };
+	epoll_ctl(ep, EPOLL_CTL_ADD, s, &ev);
+	ev.data.fd = e2[0];
+	epoll_ctl(ep, EPOLL_CTL_ADD, e2[0], &ev);
+	for (int i = 0; i < 150; i++) {
+		if (i % 10 == 3)
+			write(e2[1], "x", 1);
+		if (i % 10 == 6)
+			read(e2[0], b, sizeof(b));
+		if (i == 100) { /* a ready pipe joins the set */
+			write(e3[1], "q", 1);
+			ev.data.fd = e3[0];
+			epoll_ctl(ep, EPOLL_CTL_ADD, e3[0], &ev);
+		}
+		if (i == 120) /* and leaves it */
+			epoll_ctl(ep, EPOLL_CTL_DEL, e3[0], NULL);
+		struct epoll_event out[4];
+		int n = epoll_wait(ep, out, 4, 0);
+		int ins = 0, pipe2 = 0, pipe3 = 0;
+		for (int j = 0; j < n; j++) {
+			ins += out[j].data.fd == s;
+			pipe2 += out[j].data.fd == e2[0];
+			pipe3 += out[j].data.fd == e3[0];
+		}
+		say("epoll %d: %d: s %d pipe %d second pipe %d", i, n, ins, pipe2, pipe3);
+	}
+	close(ep);
 
 	close(a);
 	close(c2);

@@ -7,6 +7,7 @@
 #include "../scn.h"
 #include <pthread.h>
 #include <sys/epoll.h>
+#include <sys/ioctl.h>
 #include <sys/select.h>
 
 static void look(const char *label, int s, int ep)
@@ -21,6 +22,19 @@ static void look(const char *label, int s, int ep)
 	struct epoll_event ev;
 	int m = epoll_wait(ep, &ev, 1, 0);
 	say("%s: poll %d revents %#x, select %d, epoll %d", label, n, p.revents, k, m);
+}
+
+/* Until s has n bytes to read (FIONREAD), not a fixed sleep. */
+static void until_inq(int s, int n)
+{
+	int q = -1;
+	for (int i = 0; i < 5000 && q != n; i++) {
+		if (ioctl(s, FIONREAD, &q) < 0)
+			die("FIONREAD");
+		if (q != n)
+			msleep(1);
+	}
+	say("queued %d", q);
 }
 
 static int peer;
@@ -54,16 +68,16 @@ int main(void)
 	say("SO_RCVLOWAT reads %d", got);
 	look("10 bytes", s, ep);
 	send(c, b, 50, 0);
-	msleep(20);
+	until_inq(s, 60);
 	look("60 bytes", s, ep);
 	send(c, b, 45, 0);
-	msleep(20);
+	until_inq(s, 105);
 	look("105 bytes", s, ep);
 	R("nonblocking read", recv(s, b, sizeof(b), 0));
 	look("read", s, ep);
 	/* a blocking poll with 60 bytes there wakes when 40 more come */
 	send(c, b, 60, 0);
-	msleep(20);
+	until_inq(s, 60);
 	peer = c;
 	pthread_t t;
 	pthread_create(&t, NULL, late_send, NULL);
@@ -73,7 +87,7 @@ int main(void)
 	pthread_join(t, NULL);
 	R("nonblocking read", recv(s, b, sizeof(b), 0));
 	send(c, b, 5, 0);
-	msleep(20);
+	until_inq(s, 5);
 	look("5 bytes", s, ep);
 	R("nonblocking read below the mark", recv(s, b, sizeof(b), 0));
 	close(ep);
