@@ -515,6 +515,14 @@ ssize_t rs_tcp_recv(struct rs_tcp *t, const struct iovec *iov, int iovcnt, int f
 		if (got && got == held && got < want)
 			got += kernel_rest(t, iov, iovcnt, got, flags);
 		if (got) {
+			size_t direct = (size_t)rs_rt.cfg.v[RS_K_DIRECT_THRESHOLD];
+			if (direct && want >= direct && got < want && !(flags & MSG_PEEK) && !t->rx_direct &&
+			    t->e.mode == RS_ES_ARMED && t->e.owner && t->e.owner == rs_ring_tls)
+				/* A bulk reader that always finds something held (the
+				 * receive keeps ahead of it, as with several streams)
+				 * would be served from the buffers with a copy each:
+				 * its next reads go to the kernel. */
+				rs_tcp_go_direct(t->e.owner, t, RS_DIRECT_BULK);
 			int lowat = __atomic_load_n(&t->e.sock->rcvlowat, __ATOMIC_RELAXED);
 			if (held && lowat > 1 && !(flags & MSG_PEEK) && t->e.mode == RS_ES_DETACHED) {
 				int k = rs_tcp_kernel_lowat(t->e.sock, lowat);

@@ -12,6 +12,8 @@
  *   read N       N blocking 64-byte reads, each finding data
  *   nbread N     N 64-byte reads with MSG_DONTWAIT, each finding data
  *   big N        N 256 KiB blocking reads of what is there (MSG_DONTWAIT)
+ *   bigheld N    the same, named apart: after a read that left the
+ *                engine holding the rest of a feed
  *   fork N       N forks of a child that exits at once (the socket is
  *                open in another process: its reads are the kernel's
  *                for good)
@@ -129,7 +131,7 @@ int main(int argc, char **argv)
 				int st;
 				waitpid(p, &st, 0);
 			}
-		} else if (!strcmp(step, "big")) {
+		} else if (!strcmp(step, "big") || !strcmp(step, "bigheld")) {
 			for (int k = 0; k < n; k++)
 				if (recv(sock, big, sizeof(big), MSG_DONTWAIT) <= 0)
 					die("big");

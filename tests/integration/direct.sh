@@ -16,7 +16,7 @@ expect() {
 }
 
 steps="waits:1 feed:8 read:8 waits:3 waits:2 feed:9 read:9 feed:10 nbread:10 waits:4 feed:1030 read:1030
-	feed:64 big:1 feed:20 read:20 fork:1 feed:12 nbread:12"
+	feed:64 big:1 feed:20 read:20 feed:64 read:3 bigheld:1 fork:1 feed:12 nbread:12"
 out=$(LD_PRELOAD="$RS_LIB" "$RS_DIRECT" $steps)
 check "the peer ran" test "$(echo "$out" | tail -1)" = "peer ok"
 # One read that had to wait (a server's first read before the client's
@@ -43,6 +43,12 @@ expect "blocking reads: the engine again at the 1024th" "$out" read:1030 \
 # it back.
 expect "a large read: the kernel's" "$out" big:1 "direct_on=1 direct_off=0 kernel_reads=1 engine_reads=0"
 expect "small reads after it: back at the 16th" "$out" read:20 "direct_on=0 direct_off=1 kernel_reads=15 engine_reads=5"
+# A large read that finds less held than it wants (the engine's receive
+# keeps ahead of a bulk reader, as with several streams): answered from
+# what is held, and the reads after it are the kernel's.
+expect "small reads with the engine: held" "$out" read:3 "direct_on=0 direct_off=0 kernel_reads=0 engine_reads=3"
+expect "a large read finding less held: the kernel's next" "$out" bigheld:1 \
+	"direct_on=1 direct_off=0 kernel_reads=0 engine_reads=1"
 
 # Open in another process too (a fork): no read-ahead ever again, whatever
 # the reads look like (nonblocking with data, 1024 blocking ones).
