@@ -67,7 +67,7 @@ RS_EXPORT int shutdown(int fd, int how)
 	if (rs_engine_sock(s)) {
 		struct rs_esock *t = rs_esock_enter(s, fd, 0);
 		if (t) {
-			int r = rs_esock_passive(t) ? (int)RS_PASS : rs_tcp_shutdown(t, how);
+			int r = rs_esock_passive(t) ? (int)RS_PASS : t->ops->shutdown(t, how);
 			rs_esock_unlock(t);
 			if (r != (int)RS_PASS)
 				return (int)rs_ret(r);

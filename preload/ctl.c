@@ -85,7 +85,7 @@ RS_EXPORT int ioctl(int fd, RS_IOCTL_REQ req, ...)
 			if (t) {
 				int r = RS_PASS;
 				if (!rs_esock_passive(t))
-					r = rs_tcp_fionread(t, arg);
+					r = t->ops->fionread(t, arg);
 				rs_esock_unlock(t);
 				if (r != RS_PASS)
 					return (int)rs_ret(r);
@@ -98,7 +98,7 @@ RS_EXPORT int ioctl(int fd, RS_IOCTL_REQ req, ...)
 			rs_sock_urgent(s, fd);
 			struct rs_esock *t = rs_esock_enter(s, fd, 0);
 			if (t) {
-				int held = !rs_esock_passive(t) && rs_tcp_held(t) > 0;
+				int held = !rs_esock_passive(t) && t->ops->held(t) > 0;
 				rs_esock_unlock(t);
 				if (held && arg) {
 					*(int *)arg = 0;
@@ -134,7 +134,7 @@ RS_EXPORT int getsockopt(int fd, int level, int name, void *val, socklen_t *len)
 		/* An error the engine saw first is the socket's pending error. */
 		struct rs_esock *t = rs_esock_enter(s, fd, 0);
 		if (t) {
-			int e = rs_esock_passive(t) ? 0 : rs_tcp_so_error(t);
+			int e = rs_esock_passive(t) ? 0 : t->ops->so_error(t);
 			rs_esock_unlock(t);
 			if (e) {
 				*(int *)val = e;

@@ -180,6 +180,47 @@ static inline struct rs_sock *rs_engine_sock(struct rs_sock *s)
 	return s && rs_engine_on && !s->no_engine ? s : NULL;
 }
 
+/* The engine's receive on s: -errno, bytes, or RS_PASS.  f (may be NULL)
+ * gets a datagram's source address and MSG_TRUNC; a stream socket
+ * reports no address (length 0) and no flags. */
+static inline ssize_t rs_engine_recv(struct rs_sock *s, int fd, const struct iovec *iov, int n, int flags,
+				     struct rs_dgram_from *f)
+{
+	if (s->type == SOCK_DGRAM)
+		return rs_udp_recv_call(s, fd, iov, n, flags, f);
+	ssize_t r = rs_tcp_recv_call(s, fd, iov, n, flags);
+	if (f && r >= 0) {
+		if (f->name && f->namelen)
+			*f->namelen = 0;
+		f->flags = 0;
+	}
+	return r;
+}
+
+/* The engine's send on s: a stream socket's is queued by the engine; a
+ * datagram socket's is the kernel's (RS_PASS) once an error the engine
+ * holds has been reported. */
+static inline ssize_t rs_engine_send(struct rs_sock *s, int fd, const struct iovec *iov, int n, int flags)
+{
+	if (s->type == SOCK_DGRAM) {
+		int e = rs_udp_send_pre(s, fd);
+		return e ? e : RS_PASS;
+	}
+	return rs_tcp_send_call(s, fd, iov, n, flags);
+}
+
+/* After the kernel's send on a datagram socket of the engine: a full
+ * buffer makes writability the kernel's (errno as the call left it). */
+static inline void rs_after_send(struct rs_sock *s, int fd, ssize_t r)
+{
+	if (r < 0 && s && s->type == SOCK_DGRAM && errno == EAGAIN && rs_engine_on &&
+	    atomic_load_explicit(&s->eng, memory_order_relaxed)) {
+		int e = errno;
+		rs_udp_send_eagain(s, fd);
+		errno = e;
+	}
+}
+
 /* Finish an engine call: count bytes, set errno. */
 static inline ssize_t rs_engine_ret(struct rs_sock *s, int ctr, ssize_t r)
 {

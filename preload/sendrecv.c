@@ -28,11 +28,12 @@ RS_EXPORT ssize_t send(int fd, const void *buf, size_t n, int flags)
 	struct rs_sock *s = rs_enter_fd(fd, RINGSOCK_FAM_SENDRECV);
 	if (rs_engine_sock(s)) {
 		struct iovec v = { (void *)buf, n };
-		ssize_t r = rs_tcp_send_call(s, fd, &v, 1, flags);
+		ssize_t r = rs_engine_send(s, fd, &v, 1, flags);
 		if (r != RS_PASS)
 			return rs_engine_ret(s, RS_C_BYTES_SENT, r);
 	}
 	ssize_t r = REAL(send)(fd, buf, n, flags);
+	rs_after_send(s, fd, r);
 	rs_count_bytes(s, RS_C_BYTES_SENT, r);
 	return r;
 }
@@ -52,9 +53,9 @@ RS_EXPORT ssize_t sendto(int fd, const void *buf, size_t n, int flags, RS_CSA ad
 	struct rs_sock *s = rs_enter_fd(fd, RINGSOCK_FAM_SENDRECV);
 	if (rs_engine_sock(s)) {
 		ssize_t r = RS_PASS;
-		if (RS_SA_PTR(addr) == NULL || stream_addr_ignored(s, len, flags)) {
+		if (s->type == SOCK_DGRAM || RS_SA_PTR(addr) == NULL || stream_addr_ignored(s, len, flags)) {
 			struct iovec v = { (void *)buf, n };
-			r = rs_tcp_send_call(s, fd, &v, 1, flags);
+			r = rs_engine_send(s, fd, &v, 1, flags);
 		} else {
 			rs_sock_before_kernel(s, fd, -1);
 		}
@@ -62,6 +63,7 @@ RS_EXPORT ssize_t sendto(int fd, const void *buf, size_t n, int flags, RS_CSA ad
 			return rs_engine_ret(s, RS_C_BYTES_SENT, r);
 	}
 	ssize_t r = REAL(sendto)(fd, buf, n, flags, addr, len);
+	rs_after_send(s, fd, r);
 	rs_count_bytes(s, RS_C_BYTES_SENT, r);
 	return r;
 }
@@ -72,15 +74,17 @@ RS_EXPORT ssize_t sendmsg(int fd, const struct msghdr *msg, int flags)
 	passing_fds(msg);
 	if (rs_engine_sock(s) && msg) {
 		ssize_t r = RS_PASS;
-		if ((!msg->msg_name || stream_addr_ignored(s, msg->msg_namelen, flags)) && !msg->msg_controllen &&
-		    msg->msg_iovlen <= IOV_MAX)
-			r = rs_tcp_send_call(s, fd, msg->msg_iov, (int)msg->msg_iovlen, flags);
+		if (s->type == SOCK_DGRAM ||
+		    ((!msg->msg_name || stream_addr_ignored(s, msg->msg_namelen, flags)) && !msg->msg_controllen &&
+		     msg->msg_iovlen <= IOV_MAX))
+			r = rs_engine_send(s, fd, msg->msg_iov, (int)msg->msg_iovlen, flags);
 		else
 			rs_sock_before_kernel(s, fd, -1);
 		if (r != RS_PASS)
 			return rs_engine_ret(s, RS_C_BYTES_SENT, r);
 	}
 	ssize_t r = REAL(sendmsg)(fd, msg, flags);
+	rs_after_send(s, fd, r);
 	rs_count_bytes(s, RS_C_BYTES_SENT, r);
 	return r;
 }
@@ -99,9 +103,15 @@ RS_EXPORT int sendmmsg(int fd, struct mmsghdr *vec, unsigned int vlen, RS_MMSG_F
 	struct rs_sock *s = rs_enter_fd(fd, RINGSOCK_FAM_SENDRECV);
 	for (unsigned i = 0; vec && i < vlen; i++)
 		passing_fds(&vec[i].msg_hdr);
-	if (rs_engine_sock(s))
+	if (rs_engine_sock(s) && s->type == SOCK_DGRAM) {
+		int e = rs_udp_send_pre(s, fd);
+		if (e)
+			return (int)rs_ret(e);
+	} else if (rs_engine_sock(s)) {
 		rs_sock_before_kernel(s, fd, -1);
+	}
 	int r = REAL(sendmmsg)(fd, vec, vlen, flags);
+	rs_after_send(s, fd, r);
 	if (s && r > 0)
 		rs_count_bytes(s, RS_C_BYTES_SENT, mmsg_bytes(vec, r));
 	return r;
@@ -112,7 +122,7 @@ RS_EXPORT ssize_t recv(int fd, void *buf, size_t n, int flags)
 	struct rs_sock *s = rs_enter_fd(fd, RINGSOCK_FAM_SENDRECV);
 	if (rs_engine_sock(s)) {
 		struct iovec v = { buf, n };
-		ssize_t r = rs_tcp_recv_call(s, fd, &v, 1, flags);
+		ssize_t r = rs_engine_recv(s, fd, &v, 1, flags, NULL);
 		if (r != RS_PASS)
 			return rs_engine_ret(s, RS_C_BYTES_RECEIVED, r);
 	}
@@ -126,13 +136,10 @@ RS_EXPORT ssize_t recvfrom(int fd, void *buf, size_t n, int flags, RS_SA addr, s
 	struct rs_sock *s = rs_enter_fd(fd, RINGSOCK_FAM_SENDRECV);
 	if (rs_engine_sock(s)) {
 		struct iovec v = { buf, n };
-		ssize_t r = rs_tcp_recv_call(s, fd, &v, 1, flags);
-		if (r != RS_PASS) {
-			/* A stream socket reports no source address. */
-			if (r >= 0 && RS_SA_PTR(addr) && len)
-				*len = 0;
+		struct rs_dgram_from f = { RS_SA_PTR(addr), len, 0 };
+		ssize_t r = rs_engine_recv(s, fd, &v, 1, flags, &f);
+		if (r != RS_PASS)
 			return rs_engine_ret(s, RS_C_BYTES_RECEIVED, r);
-		}
 	}
 	ssize_t r = REAL(recvfrom)(fd, buf, n, flags, addr, len);
 	rs_count_bytes(s, RS_C_BYTES_RECEIVED, r);
@@ -143,12 +150,12 @@ RS_EXPORT ssize_t recvmsg(int fd, struct msghdr *msg, int flags)
 {
 	struct rs_sock *s = rs_enter_fd(fd, RINGSOCK_FAM_SENDRECV);
 	if (rs_engine_sock(s) && msg && msg->msg_iovlen <= IOV_MAX && !(flags & MSG_CMSG_CLOEXEC)) {
-		ssize_t r = rs_tcp_recv_call(s, fd, msg->msg_iov, (int)msg->msg_iovlen, flags);
+		struct rs_dgram_from f = { msg->msg_name, &msg->msg_namelen, 0 };
+		ssize_t r = rs_engine_recv(s, fd, msg->msg_iov, (int)msg->msg_iovlen, flags, &f);
 		if (r != RS_PASS) {
 			if (r >= 0) {
-				msg->msg_namelen = 0;
 				msg->msg_controllen = 0;
-				msg->msg_flags = 0;
+				msg->msg_flags = f.flags;
 			}
 			return rs_engine_ret(s, RS_C_BYTES_RECEIVED, r);
 		}
@@ -162,8 +169,16 @@ RS_EXPORT int recvmmsg(int fd, struct mmsghdr *vec, unsigned int vlen, RS_MMSG_F
 		       struct timespec *tmo)
 {
 	struct rs_sock *s = rs_enter_fd(fd, RINGSOCK_FAM_SENDRECV);
-	if (rs_engine_sock(s))
+	if (rs_engine_sock(s) && s->type == SOCK_DGRAM && vec) {
+		int r = rs_udp_recvmmsg(s, fd, vec, vlen, flags, tmo);
+		if (r != (int)RS_PASS) {
+			if (r > 0)
+				rs_count_bytes(s, RS_C_BYTES_RECEIVED, mmsg_bytes(vec, r));
+			return (int)rs_ret(r);
+		}
+	} else if (rs_engine_sock(s)) {
 		rs_sock_before_kernel(s, fd, RINGSOCK_PT_OPTION);
+	}
 	int r = REAL(recvmmsg)(fd, vec, vlen, flags, tmo);
 	if (s && r > 0)
 		rs_count_bytes(s, RS_C_BYTES_RECEIVED, mmsg_bytes(vec, r));

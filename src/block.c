@@ -19,7 +19,7 @@
 
 #include "engine.h"
 #include "sys.h"
-#include "tcp_int.h"
+#include "engine.h"
 
 static int64_t timeo_get(int fd, int name)
 {
@@ -114,6 +114,14 @@ int rs_block_on_fd(int fd, short ev, int64_t deadline, int partial)
 int rs_short_by_ring(int64_t deadline)
 {
 	return !rs_sig_take() && (!deadline || rs_now_ns() < deadline);
+}
+
+size_t rs_iov_total(const struct iovec *iov, int n)
+{
+	size_t total = 0;
+	for (int i = 0; i < n; i++)
+		total += iov[i].iov_len;
+	return total;
 }
 
 int rs_iov_cur_skip(struct iov_cur *c, const struct iovec *iov, int n, size_t k)

@@ -13,6 +13,10 @@
  * only RINGSOCK_BUF_COUNT buffers circulate at first.  When a receive
  * finds none free (ENOBUFS), the next as many join, up to the maximum; a
  * buffer's pages become memory only once it has received data.
+ *
+ * Datagram sockets take their buffers from a second group (rs_ubuf_get),
+ * made when the thread's first UDP socket is armed: buffers big enough
+ * for any datagram, each returned as soon as its datagram is copied out.
  */
 #include <errno.h>
 #include <sys/mman.h>
@@ -27,32 +31,36 @@ static unsigned pow2(unsigned v)
 	return p;
 }
 
-int rs_bufring_setup(struct rs_ring *r)
+/* A buffer group on r's ring: max entries registered, count of them in
+ * circulation, size bytes each; with overflow slots (ovf) for the TCP
+ * group, whose buffers stay queued with their sockets. */
+static int group_init(struct rs_ring *r, struct rs_bufring *b, unsigned short bgid, uint32_t size, unsigned count,
+		      unsigned max, int ovf)
 {
-	struct rs_bufring *b = &r->buf;
-	b->count = pow2((unsigned)rs_rt.cfg.v[RS_K_BUF_COUNT]);
+	b->count = pow2(count);
 	if (b->count > 32768)
 		b->count = 32768;
-	b->max = pow2((unsigned)rs_rt.cfg.v[RS_K_BUF_COUNT_MAX]);
+	b->max = pow2(max);
 	if (b->max > 32768)
 		b->max = 32768;
 	if (b->max < b->count)
 		b->max = b->count;
 	b->mask = b->max - 1;
-	b->size = (uint32_t)rs_rt.cfg.v[RS_K_BUF_SIZE];
-	b->bgid = 0;
+	b->size = size;
+	b->bgid = bgid;
 	size_t ring_len = (size_t)b->max * sizeof(struct io_uring_buf);
 	ring_len = (ring_len + 4095) & ~(size_t)4095;
-	size_t ovf_len = ((size_t)b->max * sizeof(struct rs_bufovf) + 4095) & ~(size_t)4095;
+	size_t ovf_len = ovf ? ((size_t)b->max * sizeof(struct rs_bufovf) + 4095) & ~(size_t)4095 : 0;
 	b->map_len = ring_len + ovf_len + (size_t)b->max * b->size;
 	void *m = mmap(NULL, b->map_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	if (m == MAP_FAILED)
 		return -ENOMEM;
 	/* A fork child never uses this thread's buffers: held data is copied
-	 * out before fork (tcp.c fork_prepare). */
+	 * out before fork (tcp.c fork_prepare; UDP copies each datagram out
+	 * as it completes). */
 	madvise(m, b->map_len, MADV_DONTFORK);
 	b->br = m;
-	b->ovf = (struct rs_bufovf *)((char *)m + ring_len);
+	b->ovf = ovf ? (struct rs_bufovf *)((char *)m + ring_len) : NULL;
 	b->mem = (char *)m + ring_len + ovf_len;
 	struct io_uring_buf_reg reg = {
 		.ring_addr = (uint64_t)(uintptr_t)b->br,
@@ -74,9 +82,35 @@ int rs_bufring_setup(struct rs_ring *r)
 	return 0;
 }
 
-void rs_bufring_destroy(struct rs_ring *r)
+int rs_bufring_setup(struct rs_ring *r)
 {
-	struct rs_bufring *b = &r->buf;
+	return group_init(r, &r->buf, RS_BGID_TCP, (uint32_t)rs_rt.cfg.v[RS_K_BUF_SIZE],
+			  (unsigned)rs_rt.cfg.v[RS_K_BUF_COUNT], (unsigned)rs_rt.cfg.v[RS_K_BUF_COUNT_MAX], 1);
+}
+
+/* Datagram buffers: each takes a whole datagram of any size the kernel
+ * can deliver (no truncation, so nothing is lost), and goes back to the
+ * ring as soon as its completion is handled (the datagram is copied out),
+ * so a few circulate; they grow like the stream group. */
+#define RS_UBUF_SIZE (65536 + 4096)
+#define RS_UBUF_COUNT 16
+#define RS_UBUF_MAX 1024
+
+int rs_ubuf_get(struct rs_ring *r)
+{
+	rs_assert(rs_ring_held(r));
+	if (r->ubuf.br)
+		return 0;
+	if (r->ubuf_failed)
+		return r->ubuf_failed;
+	int e = group_init(r, &r->ubuf, RS_BGID_UDP, RS_UBUF_SIZE, RS_UBUF_COUNT, RS_UBUF_MAX, 0);
+	if (e < 0)
+		r->ubuf_failed = e;
+	return e;
+}
+
+static void group_fini(struct rs_ring *r, struct rs_bufring *b)
+{
 	if (!b->br)
 		return;
 	io_uring_unregister_buf_ring(&r->ring, b->bgid);
@@ -84,9 +118,15 @@ void rs_bufring_destroy(struct rs_ring *r)
 	b->br = NULL;
 }
 
-void rs_buf_flush(struct rs_ring *r)
+void rs_bufring_destroy(struct rs_ring *r)
 {
-	struct rs_bufring *b = &r->buf;
+	group_fini(r, &r->buf);
+	group_fini(r, &r->ubuf);
+	r->ubuf_failed = 0;
+}
+
+void rs_bufring_flush(struct rs_bufring *b)
+{
 	if (!b->pending || rs_fault(RS_FAULT_BUF_HOLD))
 		return;
 	io_uring_buf_ring_advance(b->br, (int)b->pending);
@@ -94,9 +134,13 @@ void rs_buf_flush(struct rs_ring *r)
 	rs_stat_add(RS_C_RECLAIM_BATCHES, 1);
 }
 
-int rs_buf_grow(struct rs_ring *r)
+void rs_buf_flush(struct rs_ring *r)
 {
-	struct rs_bufring *b = &r->buf;
+	rs_bufring_flush(&r->buf);
+}
+
+int rs_bufring_grow(struct rs_ring *r, struct rs_bufring *b)
+{
 	rs_assert(rs_ring_held(r));
 	if (b->count >= b->max || !b->br)
 		return 0;
@@ -106,21 +150,32 @@ int rs_buf_grow(struct rs_ring *r)
 				      b->mask, (int)(b->pending + i));
 	b->pending += add;
 	b->count += add;
-	rs_buf_flush(r);
+	rs_bufring_flush(b);
 	rs_stat_add(RS_C_BUF_GROWS, 1);
-	rs_debug("receive buffers: %u in circulation (a receive found none free)", b->count);
+	rs_debug("receive buffers (group %u): %u in circulation (a receive found none free)", b->bgid, b->count);
 	return 1;
+}
+
+int rs_buf_grow(struct rs_ring *r)
+{
+	return rs_bufring_grow(r, &r->buf);
+}
+
+/* Back to the ring with the next tail advance. */
+void rs_bufring_put(struct rs_ring *r, struct rs_bufring *b, unsigned bid)
+{
+	rs_assert(rs_ring_held(r) && bid < b->count && b->held > 0);
+	(void)r;
+	io_uring_buf_ring_add(b->br, rs_buf_addr(b, bid), b->size, (unsigned short)bid, b->mask, (int)b->pending);
+	b->pending++;
+	b->held--;
 }
 
 void rs_buf_release(struct rs_ring *r, unsigned bid)
 {
 	struct rs_bufring *b = &r->buf;
-	rs_assert(rs_ring_held(r) && bid < b->count && b->held > 0);
-	io_uring_buf_ring_add(b->br, rs_buf_addr(b, bid), b->size, (unsigned short)bid, b->mask,
-			      (int)b->pending);
-	b->pending++;
-	b->held--;
+	rs_bufring_put(r, b, bid);
 	if (rs_rt.cfg.v[RS_K_RECLAIM] == RS_RECLAIM_PER_OP ||
 	    b->pending >= (unsigned)rs_rt.cfg.v[RS_K_RECLAIM_BATCH])
-		rs_buf_flush(r);
+		rs_bufring_flush(b);
 }

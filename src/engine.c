@@ -37,6 +37,7 @@ void rs_engine_init(void)
 		return;
 	}
 	rs_esock_kind(SOCK_STREAM, &rs_tcp_ops);
+	rs_esock_kind(SOCK_DGRAM, &rs_udp_ops);
 	if (rs_ring_init(thread_exit, ring_watchdog) != 0)
 		return;
 	if (pthread_atfork(before_fork, after_fork_parent, after_fork_child) != 0)

@@ -184,8 +184,16 @@ struct rs_bufovf {
 	uint32_t len, off;
 	uint32_t next;          /* next buffer id + 1; 0: the end */
 };
-int rs_bufring_setup(struct rs_ring *r);
-void rs_bufring_destroy(struct rs_ring *r);
+enum { RS_BGID_TCP, RS_BGID_UDP }; /* buffer group ids */
+int rs_bufring_setup(struct rs_ring *r);   /* the stream group */
+void rs_bufring_destroy(struct rs_ring *r); /* every group */
+/* The datagram group, made on first use (lock held): 0 or -errno. */
+int rs_ubuf_get(struct rs_ring *r);
+/* Per group: buffer bid back (with the next flush), the tail advanced
+ * for what is pending, the group doubled (1 if it grew). */
+void rs_bufring_put(struct rs_ring *r, struct rs_bufring *b, unsigned bid);
+void rs_bufring_flush(struct rs_bufring *b);
+int rs_bufring_grow(struct rs_ring *r, struct rs_bufring *b);
 static inline char *rs_buf_addr(struct rs_bufring *b, unsigned bid)
 {
 	return b->mem + (size_t)bid * b->size;
@@ -247,6 +255,9 @@ struct rs_ring {
 	int evfd;               /* eventfd signalled by the ring, for waiters [set] */
 	int dead;               /* owner thread exited [lock to set; atomic reads] */
 	struct rs_bufring buf;  /* receive buffers [lock] */
+	struct rs_bufring ubuf; /* datagram receive buffers, once a UDP socket
+				 * is armed here [lock] */
+	int ubuf_failed;        /* their setup failed: -errno [lock] */
 	struct rs_frag_pool frag; /* send memory [lock] */
 	/* Lists of struct rs_esock, through the rs_ring_* functions below
 	 * [lock]: */
@@ -541,6 +552,11 @@ struct rs_kind_ops {
 						      * engine holds (detached) */
 	int (*kernel_input)(struct rs_esock *e);    /* hint: the kernel holds
 						      * its input and reports it */
+	/* calls the preload layer makes on a socket that is not passive */
+	int (*fionread)(struct rs_esock *e, int *out); /* FIONREAD/SIOCINQ: 0 or -errno */
+	int (*so_error)(struct rs_esock *e);        /* its pending error, taken (0: none) */
+	size_t (*held)(struct rs_esock *e);         /* received bytes the engine holds */
+	int (*shutdown)(struct rs_esock *e, int how); /* 0, -errno or RS_PASS */
 };
 
 /* Kinds are registered at start (engine.c): one per socket type. */
@@ -590,6 +606,20 @@ int rs_esock_writable(struct rs_esock *e); /* its EPOLLOUT, locks e */
 /* Debug builds: e's lock is held by this thread (while it has an owner:
  * the owner ring's; a detached socket's mutex is not tracked). */
 #define rs_assert_esock_locked(e) rs_assert(!RS_LOAD((e)->owner) || rs_ring_held(RS_LOAD((e)->owner)))
+/* Field (0-based) of a /proc/sys file of numbers, or def if it cannot be
+ * read or is below 4096. */
+size_t rs_sysctl_field(const char *path, int field, size_t def);
+/* What the kernel makes of SO_SNDBUF/SO_RCVBUF v: twice the value, and at
+ * least its minimum (4608) when v is zero or negative. */
+uint32_t rs_sockbuf_bytes(int v);
+/* A kind's arm: e's core fields for socket s on fd (mode ARMED, a
+ * reference to s taken); then, with r locked, rs_esock_install makes r
+ * its owner and publishes it as s's engine state (0; e is on r's list,
+ * counted, registered, r still locked) or gives up (-1: another thread
+ * armed it first, or the engine refuses sockets now; r is unlocked, the
+ * reference dropped, and the caller frees e). */
+void rs_esock_init(struct rs_esock *e, const struct rs_kind_ops *ops, struct rs_sock *s, int fd);
+int rs_esock_install(struct rs_ring *r, struct rs_esock *e);
 /* A new engine socket (arm, e locked): on the list fork walks. */
 void rs_esock_register(struct rs_esock *e);
 /* Off that list, the kind's memory (destroy) and the record's reference
@@ -630,14 +660,59 @@ void rs_sock_urgent(struct rs_sock *s, int fd);
 extern const struct rs_kind_ops rs_tcp_ops;
 ssize_t rs_tcp_recv_call(struct rs_sock *s, int fd, const struct iovec *iov, int n, int flags);
 ssize_t rs_tcp_send_call(struct rs_sock *s, int fd, const struct iovec *iov, int n, int flags);
-int rs_tcp_shutdown(struct rs_esock *e, int how);
-int rs_tcp_fionread(struct rs_esock *e, int *out);
-int rs_tcp_so_error(struct rs_esock *e);   /* pending error, 0 if none */
-size_t rs_tcp_held(struct rs_esock *e);    /* received bytes the engine holds */
 /* The SO_RCVLOWAT to give the kernel for the application's lowat: lowered
  * by the bytes the engine still holds (the socket has left the engine),
  * so the kernel's readiness counts them. */
 int rs_tcp_kernel_lowat(struct rs_sock *s, int lowat);
+
+/* ---- udp.c: datagram sockets ------------------------------------------------------ */
+extern const struct rs_kind_ops rs_udp_ops;
+/* Where a receive puts the datagram's source address (name, *namelen: in
+ * its room, out its length) and what it says of it (flags: MSG_TRUNC). */
+struct rs_dgram_from {
+	void *name;
+	socklen_t *namelen;
+	int flags;
+};
+/* recv, recvfrom, recvmsg, read: -errno, bytes, or RS_PASS (f may be NULL). */
+ssize_t rs_udp_recv_call(struct rs_sock *s, int fd, const struct iovec *iov, int n, int flags,
+			 struct rs_dgram_from *f);
+struct mmsghdr;
+struct timespec;
+int rs_udp_recvmmsg(struct rs_sock *s, int fd, struct mmsghdr *vec, unsigned vlen, int flags, struct timespec *tmo);
+/* Before a send (the kernel makes it): an error the engine holds is the
+ * send's (-errno), else 0. */
+int rs_udp_send_pre(struct rs_sock *s, int fd);
+/* A send found the kernel's buffer full: writability is the kernel's. */
+void rs_udp_send_eagain(struct rs_sock *s, int fd);
+
+/* ---- block.c: blocking calls (every kind) ---------------------------------- */
+/* A private copy of an iovec array that can be advanced past bytes done. */
+struct iov_cur {
+	struct iovec *v;
+	int n;
+	struct iovec *heap;
+};
+/* The deadline of a blocking call from SO_RCVTIMEO (rx) or SO_SNDTIMEO
+ * (CLOCK_MONOTONIC ns; 0: none). */
+int64_t rs_call_deadline(struct rs_sock *s, int fd, int rx);
+/* After a wait: 0 to look again, -EAGAIN (timed out) or -EINTR. */
+int rs_wait_result(int e, int64_t deadline, int partial);
+/* Sleep in t's owner ring (this thread's) until something happens;
+ * called locked, returns unlocked. */
+int rs_block_in_ring(struct rs_esock *e, int64_t deadline, int partial);
+/* Wait a little on fd (a socket in hand-over); no lock held. */
+int rs_block_on_fd(int fd, short ev, int64_t deadline, int partial);
+/* A blocking kernel call came back short for the ring's own task work. */
+int rs_short_by_ring(int64_t deadline);
+int rs_iov_cur_skip(struct iov_cur *c, const struct iovec *iov, int n, size_t k);
+size_t rs_iov_total(const struct iovec *iov, int n);
+/* Bytes then an error: keep an asynchronous error for the next call. */
+void rs_keep_error(struct rs_sock *s, size_t done, ssize_t r);
+/* ... and take it (0: none). */
+int rs_kept_error(struct rs_sock *s);
+/* A blocking call's result: bytes done before an error or the end count. */
+ssize_t rs_with_done(size_t done, ssize_t r);
 
 /* ---- epreg.c: what the epoll sets know of engine sockets -------------------
  * Called by the socket core and the kinds with the socket's lock held

@@ -389,7 +389,7 @@ static uint32_t engine_sock_event(struct rs_ep *ep, struct rs_epreg *g, uint32_t
 		rs_mutex_unlock(&rs_ep_ctl_lock);
 	}
 	uint32_t kev_out = events & EPOLLOUT;
-	events &= ~(uint32_t)(EPOLLOUT | EPOLLWRNORM);
+	events &= ~(uint32_t)(EPOLLOUT | EPOLLWRNORM | EPOLLWRBAND);
 	/* (one-shot: the engine's half of this round's report may have
 	 * disabled it; the kernel's half joins it) */
 	if (!rs_epr_kernel_input(g) || (g->disabled && g->seen != ep->round))

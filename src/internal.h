@@ -67,6 +67,7 @@ enum {
 	RS_C_DIRECT_ON,        /* layout version 6 */
 	RS_C_DIRECT_OFF,
 	RS_C_BUF_GROWS,        /* layout version 7 */
+	RS_C_UDP_DROPS,        /* layout version 8 */
 	RS_C_COUNT
 };
 struct rs_tstats;

@@ -8,6 +8,8 @@
  * and which lock guards which field: engine.h, struct rs_esock.
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
@@ -95,6 +97,68 @@ void rs_esock_unlock(struct rs_esock *e)
 struct rs_ring *rs_esock_held_ring(void)
 {
 	return held_ring;
+}
+
+/* ---- socket buffer sizes ------------------------------------------------------- */
+
+size_t rs_sysctl_field(const char *path, int field, size_t def)
+{
+	char buf[64] = { 0 };
+	long fd = rs_syscall(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return def;
+	long n = rs_syscall(SYS_read, fd, buf, sizeof(buf) - 1);
+	rs_sys_close((int)fd);
+	if (n <= 0)
+		return def;
+	char *p = buf;
+	unsigned long v = strtoul(p, &p, 10);
+	for (int i = 0; i < field; i++)
+		v = strtoul(p, &p, 10);
+	return v >= 4096 ? v : def;
+}
+
+uint32_t rs_sockbuf_bytes(int v)
+{
+	return v > 0 ? (uint32_t)(v < INT_MAX / 2 ? v : INT_MAX / 2) * 2 : 4608;
+}
+
+/* ---- arming -------------------------------------------------------------------- */
+
+void rs_esock_init(struct rs_esock *e, const struct rs_kind_ops *ops, struct rs_sock *s, int fd)
+{
+	pthread_mutex_init(&e->mu, NULL);
+	e->ops = ops;
+	e->fd = fd;
+	e->sock = s;
+	atomic_fetch_add(&s->refs, 1);
+	RS_STORE(e->mode, RS_ES_ARMED);
+}
+
+int rs_esock_install(struct rs_ring *r, struct rs_esock *e)
+{
+	struct rs_sock *s = e->sock;
+	/* Owned before it is published: a racing thread that finds it locks
+	 * this ring and waits for us. */
+	__atomic_store_n(&e->owner, r, __ATOMIC_RELEASE);
+	struct rs_esock *expect = NULL;
+	int refuse;
+	if ((refuse = __atomic_load_n(&rs_engine_refuse, __ATOMIC_ACQUIRE)) != 0 ||
+	    !atomic_compare_exchange_strong(&s->eng, &expect, e)) {
+		/* Lost a race with another thread arming it, or with
+		 * rs_engine_refuse_all (which walks the rings under their locks). */
+		if (refuse)
+			rs_sock_passthrough(s, refuse);
+		rs_ring_unlock(r);
+		atomic_fetch_sub(&s->refs, 1);
+		pthread_mutex_destroy(&e->mu);
+		return -1;
+	}
+	rs_ring_own(r, e);
+	rs_esock_register(e);
+	s->pt_counted = 1;
+	rs_stat_add(RS_C_SOCKETS_ACCELERATED, 1);
+	return 0;
 }
 
 /* ---- the list of every engine socket ------------------------------------------ */

@@ -31,35 +31,17 @@
 #include "sys.h"
 #include "tcp_int.h"
 
+/* The kernel's default receive buffer of a TCP socket (tcp_rmem's
+ * second field), read once. */
 static size_t default_rcvbuf(void)
 {
 	static size_t cached;
 	size_t v = __atomic_load_n(&cached, __ATOMIC_RELAXED);
-	if (v)
-		return v;
-	char buf[64] = { 0 };
-	long fd = rs_syscall(SYS_openat, AT_FDCWD, "/proc/sys/net/ipv4/tcp_rmem", O_RDONLY | O_CLOEXEC);
-	size_t def = 131072;
-	if (fd >= 0) {
-		long n = rs_syscall(SYS_read, fd, buf, sizeof(buf) - 1);
-		rs_sys_close((int)fd);
-		if (n > 0) {
-			char *p = buf;
-			strtoul(p, &p, 10);
-			unsigned long d = strtoul(p, NULL, 10);
-			if (d >= 4096)
-				def = d;
-		}
+	if (!v) {
+		v = rs_sysctl_field("/proc/sys/net/ipv4/tcp_rmem", 1, 131072);
+		__atomic_store_n(&cached, v, __ATOMIC_RELAXED);
 	}
-	__atomic_store_n(&cached, def, __ATOMIC_RELAXED);
-	return def;
-}
-
-/* What the kernel makes of SO_SNDBUF/SO_RCVBUF v: twice the value, and at
- * least its minimum (4608) when v is zero or negative. */
-static uint32_t sockbuf_bytes(int v)
-{
-	return v > 0 ? (uint32_t)(v < INT_MAX / 2 ? v : INT_MAX / 2) * 2 : 4608;
+	return v;
 }
 
 /* Is this record's socket connected?  (No syscall when we saw it.) */
@@ -103,28 +85,23 @@ static struct rs_esock *arm(struct rs_sock *s, int fd)
 	struct rs_tcp *t = calloc(1, sizeof(*t));
 	if (!t)
 		return NULL;
-	pthread_mutex_init(&t->e.mu, NULL);
-	t->e.ops = &rs_tcp_ops;
-	t->e.fd = fd;
-	t->e.sock = s;
-	atomic_fetch_add(&s->refs, 1);
-	RS_STORE(t->e.mode, RS_ES_ARMED);
+	rs_esock_init(&t->e, &rs_tcp_ops, s, fd);
 	size_t lim = (size_t)rs_rt.cfg.v[RS_K_RCVBUF_LIMIT];
 	if (!lim)
-		lim = s->rcvbuf ? sockbuf_bytes(s->rcvbuf) : default_rcvbuf();
+		lim = s->rcvbuf ? rs_sockbuf_bytes(s->rcvbuf) : default_rcvbuf();
 	size_t cap = (size_t)r->buf.count * r->buf.size / 4;
 	if (lim > cap)
 		lim = cap;
 	if (lim < 2 * (size_t)r->buf.size)
 		lim = 2 * (size_t)r->buf.size;
 	t->rx_limit = lim;
-	t->tx_limit = s->sndbuf ? sockbuf_bytes(s->sndbuf) : 262144;
+	t->tx_limit = s->sndbuf ? rs_sockbuf_bytes(s->sndbuf) : 262144;
 	/* Open before a fork: the other process may read it, so no receive
 	 * may take its data in advance; reads go to the kernel. */
 	if (s->born_gen != __atomic_load_n(&rs_fork_gen, __ATOMIC_RELAXED))
 		t->direct_why = RS_DIRECT_SHARED;
 	/* Shut down before now (through the kernel): after SHUT_RD the
-	 * kernel's reads say when the input ends (see rs_tcp_shutdown). */
+	 * kernel's reads say when the input ends (see shutdown_sock). */
 	t->shut_rd = s->shut_rd;
 	t->shut_wr = s->shut_wr;
 	if (t->shut_rd)
@@ -137,27 +114,10 @@ static struct rs_esock *arm(struct rs_sock *s, int fd)
 	}
 	t->rx_direct = t->direct_why != RS_DIRECT_NONE;
 	rs_ring_lock(r);
-	/* Owned before it is published: a racing thread that finds it locks
-	 * this ring and waits for us. */
-	__atomic_store_n(&t->e.owner, r, __ATOMIC_RELEASE);
-	struct rs_esock *expect = NULL;
-	int refuse;
-	if ((refuse = __atomic_load_n(&rs_engine_refuse, __ATOMIC_ACQUIRE)) != 0 ||
-	    !atomic_compare_exchange_strong(&s->eng, &expect, &t->e)) {
-		/* Lost a race with another thread arming it, or with
-		 * rs_engine_refuse_all (which walks the rings under their locks). */
-		if (refuse)
-			rs_sock_passthrough(s, refuse);
-		rs_ring_unlock(r);
-		atomic_fetch_sub(&s->refs, 1);
-		pthread_mutex_destroy(&t->e.mu);
+	if (rs_esock_install(r, &t->e) < 0) {
 		free(t);
 		return NULL;
 	}
-	rs_ring_own(r, &t->e);
-	rs_esock_register(&t->e);
-	s->pt_counted = 1;
-	rs_stat_add(RS_C_SOCKETS_ACCELERATED, 1);
 	rs_tcp_submit_recv(r, t);
 	rs_ep_sock_armed(&t->e);
 	return &t->e;
@@ -330,12 +290,12 @@ static int kernel_input(struct rs_esock *e)
 	return RS_LOAD(t->rx_direct) || RS_LOAD(t->rx_starved);
 }
 
-size_t rs_tcp_held(struct rs_esock *e)
+static size_t held_bytes(struct rs_esock *e)
 {
 	return rs_rxq_held(rs_tcp_of(e));
 }
 
-int rs_tcp_fionread(struct rs_esock *e, int *out)
+static int fionread(struct rs_esock *e, int *out)
 {
 	int k = 0;
 	long r = rs_syscall(SYS_ioctl, e->fd, SIOCINQ, &k);
@@ -345,7 +305,7 @@ int rs_tcp_fionread(struct rs_esock *e, int *out)
 	return 0;
 }
 
-int rs_tcp_so_error(struct rs_esock *es)
+static int so_error(struct rs_esock *es)
 {
 	struct rs_tcp *t = rs_tcp_of(es);
 	rs_rxq_shared_err(t);
@@ -358,7 +318,7 @@ int rs_tcp_so_error(struct rs_esock *es)
 	return e;
 }
 
-int rs_tcp_shutdown(struct rs_esock *es, int how)
+static int shutdown_sock(struct rs_esock *es, int how)
 {
 	struct rs_tcp *t = rs_tcp_of(es);
 	long e;
@@ -642,5 +602,9 @@ const struct rs_kind_ops rs_tcp_ops = {
 	.readiness = readiness,
 	.held_events = held_events,
 	.kernel_input = kernel_input,
+	.fionread = fionread,
+	.so_error = so_error,
+	.held = held_bytes,
+	.shutdown = shutdown_sock,
 };
 

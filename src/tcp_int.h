@@ -172,7 +172,6 @@ static inline struct rs_txseg *rs_txq_at(struct rs_tcp *t, uint32_t i)
 /* The first n bytes reached the kernel: their slices go back to r's pool. */
 void rs_txq_consume(struct rs_tcp *t, size_t n, struct rs_ring *r);
 void rs_txq_drop_all(struct rs_tcp *t, struct rs_ring *r);
-size_t rs_iov_total(const struct iovec *iov, int n);
 #ifdef RS_DEBUG
 void rs_tcpq_check(struct rs_tcp *t); /* the counts agree with the queues */
 #else
@@ -185,32 +184,5 @@ int rs_tcp_take_error(struct rs_tcp *t);
 /* An asynchronous send failed with e (a reset the kernel gave our
  * completion): kept for the program's next call. */
 void rs_tcp_set_tx_err(struct rs_tcp *t, int e);
-
-/* ---- block.c: blocking calls ------------------------------------------------ */
-/* A private copy of an iovec array that can be advanced past bytes done. */
-struct iov_cur {
-	struct iovec *v;
-	int n;
-	struct iovec *heap;
-};
-/* The deadline of a blocking call from SO_RCVTIMEO (rx) or SO_SNDTIMEO
- * (CLOCK_MONOTONIC ns; 0: none). */
-int64_t rs_call_deadline(struct rs_sock *s, int fd, int rx);
-/* After a wait: 0 to look again, -EAGAIN (timed out) or -EINTR. */
-int rs_wait_result(int e, int64_t deadline, int partial);
-/* Sleep in t's owner ring (this thread's) until something happens;
- * called locked, returns unlocked. */
-int rs_block_in_ring(struct rs_esock *e, int64_t deadline, int partial);
-/* Wait a little on fd (a socket in hand-over); no lock held. */
-int rs_block_on_fd(int fd, short ev, int64_t deadline, int partial);
-/* A blocking kernel call came back short for the ring's own task work. */
-int rs_short_by_ring(int64_t deadline);
-int rs_iov_cur_skip(struct iov_cur *c, const struct iovec *iov, int n, size_t k);
-/* Bytes then an error: keep an asynchronous error for the next call. */
-void rs_keep_error(struct rs_sock *s, size_t done, ssize_t r);
-/* ... and take it (0: none). */
-int rs_kept_error(struct rs_sock *s);
-/* A blocking call's result: bytes done before an error or the end count. */
-ssize_t rs_with_done(size_t done, ssize_t r);
 
 #endif

@@ -595,7 +595,7 @@ ssize_t rs_tcp_recv(struct rs_tcp *t, const struct iovec *iov, int iovcnt, int f
 
 int rs_tcp_kernel_lowat(struct rs_sock *s, int lowat)
 {
-	struct rs_esock *e = atomic_load(&s->eng);
+	struct rs_esock *e = s->type == SOCK_STREAM ? atomic_load(&s->eng) : NULL;
 	size_t held = e && !rs_esock_passive(e) ? rs_rxq_held(rs_tcp_of(e)) : 0;
 	if (lowat <= 1 || !held)
 		return lowat;

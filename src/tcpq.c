@@ -231,14 +231,6 @@ void rs_txq_consume(struct rs_tcp *t, size_t n, struct rs_ring *r)
 	}
 }
 
-size_t rs_iov_total(const struct iovec *iov, int n)
-{
-	size_t total = 0;
-	for (int i = 0; i < n; i++)
-		total += iov[i].iov_len;
-	return total;
-}
-
 /* Copy up to want bytes from src into the iovec at offset *pos. */
 static void iov_put(const struct iovec *iov, int n, size_t *pos, const char *src, size_t len)
 {

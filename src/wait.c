@@ -21,7 +21,7 @@
 static unsigned to_poll(unsigned ev)
 {
 	/* EPOLL* and POLL* share their values for these bits. */
-	return ev & (POLLIN | POLLOUT | POLLERR | POLLHUP | POLLRDNORM | POLLWRNORM | POLLRDHUP);
+	return ev & (POLLIN | POLLOUT | POLLERR | POLLHUP | POLLRDNORM | POLLWRNORM | POLLWRBAND | POLLRDHUP);
 }
 
 /* What an entry is to us. */
@@ -76,7 +76,7 @@ static int engine_answers(struct pollfd *fds, unsigned long n, struct rs_ring *r
 			 * kernel: it is asked for ERR/HUP, and RDHUP. */
 			int no_recv = !RS_LOAD(t->recv_armed);
 			k[i].events &= (t->ops->kernel_input(t) ? (POLLIN | POLLRDNORM | POLLPRI | POLLRDHUP) : 0) |
-				       (RS_LOAD(t->kfull) ? (POLLOUT | POLLWRNORM) : 0) | (no_recv ? POLLRDHUP : 0);
+				       (RS_LOAD(t->kfull) ? (POLLOUT | POLLWRNORM | POLLWRBAND) : 0) | (no_recv ? POLLRDHUP : 0);
 			if (!k[i].events && !no_recv)
 				k[i].fd = -1;
 			unsigned ev = to_poll(t->ops->readiness(t)) & ((unsigned)fds[i].events | POLLERR | POLLHUP);

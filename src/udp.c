@@ -1,0 +1,927 @@
+/* udp.c - datagram sockets on the engine: the receive path, and the
+ * kind's operations table.
+ *
+ * Receive.  A socket is armed at its first receive-type call (or when an
+ * epoll set watches it): one multishot recvmsg on the thread's ring, into
+ * the ring's datagram buffers (bufring.c, rs_ubuf_get: each big enough
+ * for any datagram, so none is truncated).  Each completion is copied out
+ * into the socket's own queue (struct rs_dgram: source address and
+ * payload) and its buffer goes back at once, so one flooded socket cannot
+ * starve the others.  recv, recvfrom, recvmsg, recvmmsg and read answer
+ * from the queue without a system call, one datagram each, with the
+ * kernel's MSG_PEEK, MSG_TRUNC and MSG_DONTWAIT; a blocking call sleeps in
+ * the ring.
+ *
+ * Bounded like the kernel's queue: the memory a socket's datagrams take
+ * (payload and record) stays within its SO_RCVBUF (as the kernel reports
+ * it, twice what was set; RINGSOCK_RCVBUF_LIMIT overrides).  At the bound
+ * the receive is cancelled and the kernel's own queue fills (and drops) as
+ * without us; a datagram the receive took beyond it is dropped and counted
+ * (udp_drops), as the kernel drops what overflows.
+ *
+ * Errors.  An ICMP error on a connected socket ends the receive with it;
+ * the engine keeps it and reports it first, before the datagrams it holds
+ * (the kernel's recvmsg checks the socket's error before its queue), to
+ * the next receive, send or SO_ERROR, whichever comes first.
+ *
+ * Send.  Datagrams go out with the program's own system call (the kernel
+ * path); only a kept error is reported first, and EAGAIN hands writability
+ * to the kernel (kfull).
+ *
+ * What the engine does not emulate leaves the socket with the kernel: any
+ * option that adds control messages or changes what a receive returns
+ * (preload/ctl.c rx_option: IP_PKTINFO, timestamps, IP_RECVERR, UDP_GRO,
+ * multicast membership...), MSG_ERRQUEUE, shutdown, a dup, another thread
+ * (detached: what it holds is read first), a fork (held datagrams move to
+ * memory both processes share, read once; reads go to the kernel after).
+ *
+ * Every function here runs with the socket's lock held (rs_esock_enter)
+ * unless it says otherwise.
+ */
+#define _GNU_SOURCE 1 /* (recvmmsg) */
+#include <errno.h>
+#include <limits.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <linux/sockios.h>
+
+#include "engine.h"
+#include "sys.h"
+
+/* A datagram the engine holds. */
+struct rs_dgram {
+	struct rs_dgram *next;
+	uint32_t len;            /* payload bytes */
+	uint32_t namelen;        /* the source address's length (the kernel's) */
+	struct sockaddr_in6 name; /* (an IPv4 address fits) */
+	char data[];
+};
+/* What a held datagram costs against the bound: its memory. */
+#define DGRAM_COST(len) ((uint32_t)(len) + (uint32_t)sizeof(struct rs_dgram) + 16)
+
+/* Datagrams held at a fork, in memory both processes share: records of
+ * struct rs_uleft_rec and payload, 8-byte aligned, read once by whichever
+ * process reads first (lock: a spin lock, held for one copy). */
+struct rs_uleft_rec {
+	uint32_t len, namelen;
+	struct sockaddr_in6 name;
+};
+struct rs_uleft {
+	atomic_int lock;
+	uint32_t off, end;       /* next record, end of records [lock] */
+	int err;                 /* an error the engine held, for the first
+				  * process that asks */
+	char data[];
+};
+
+/* A UDP socket on the engine.  Fields guarded like the core's [ring/mu];
+ * "hint" fields are also read without the lock. */
+struct rs_udp {
+	struct rs_esock e;       /* first: the core's part */
+	struct rs_dgram *head, *tail; /* held datagrams, oldest first */
+	struct rs_uleft *left;   /* after a fork [hint] */
+	size_t left_map;
+	struct msghdr rmsg;      /* the multishot recvmsg's template */
+	uint32_t cnt;            /* datagrams held [hint] */
+	uint32_t held;           /* their cost (DGRAM_COST) [hint] */
+	int rx_err;              /* an error the receive took [hint] */
+	uint32_t ops_inflight;   /* CQEs still expected (receive, cancels) */
+	uint8_t recv_cancel;     /* the receive's cancel is submitted */
+	uint8_t rx_stop;         /* closing: never arm it again */
+	uint8_t throttled;       /* at the bound: no receive until read down */
+	uint8_t shared;          /* open in another process too (fork, spawn):
+				  * the kernel's reads for good [hint] */
+};
+
+static inline struct rs_udp *udp_of(struct rs_esock *e)
+{
+	return (struct rs_udp *)e;
+}
+
+/* The bound on what the socket holds (see the top). */
+static uint32_t rx_limit(struct rs_udp *u)
+{
+	static size_t def;
+	size_t lim = (size_t)rs_rt.cfg.v[RS_K_RCVBUF_LIMIT];
+	int rcvbuf = __atomic_load_n(&u->e.sock->rcvbuf, __ATOMIC_RELAXED);
+	if (!lim && rcvbuf)
+		lim = rs_sockbuf_bytes(rcvbuf);
+	if (!lim) {
+		lim = __atomic_load_n(&def, __ATOMIC_RELAXED);
+		if (!lim) {
+			lim = rs_sysctl_field("/proc/sys/net/core/rmem_default", 0, 212992);
+			__atomic_store_n(&def, lim, __ATOMIC_RELAXED);
+		}
+	}
+	return lim > UINT32_MAX / 2 ? UINT32_MAX / 2 : (uint32_t)lim;
+}
+
+/* ---- the receive ---------------------------------------------------------------- */
+
+static void cancel_recv(struct rs_ring *r, struct rs_udp *u)
+{
+	if (!u->e.recv_armed || u->recv_cancel)
+		return;
+	struct io_uring_sqe *sqe = rs_ring_sqe(r);
+	if (!sqe) {
+		rs_ring_detach_add(r, &u->e); /* (the next round tries again) */
+		return;
+	}
+	io_uring_prep_cancel64(sqe, RS_UD(u, RS_UD_RECV), 0);
+	io_uring_sqe_set_data64(sqe, RS_UD(u, RS_UD_CANCEL));
+	u->recv_cancel = 1;
+	u->ops_inflight++;
+}
+
+static void submit_recv(struct rs_ring *r, struct rs_esock *e)
+{
+	struct rs_udp *u = udp_of(e);
+	if (e->recv_armed || u->throttled || u->rx_stop || u->shared || e->closing || e->mode != RS_ES_ARMED)
+		return;
+	struct io_uring_sqe *sqe = rs_ring_sqe(r);
+	if (!sqe) {
+		rs_ring_rearm_add(r, e); /* no room in the SQ: at the next round */
+		return;
+	}
+	u->rmsg.msg_namelen = sizeof(struct sockaddr_in6);
+	u->rmsg.msg_controllen = 0;
+	io_uring_prep_recvmsg_multishot(sqe, e->fd, &u->rmsg, 0);
+	sqe->flags |= IOSQE_BUFFER_SELECT;
+	sqe->buf_group = r->ubuf.bgid;
+	io_uring_sqe_set_data64(sqe, RS_UD(u, RS_UD_RECV));
+	e->recv_armed = 1;
+	r->nrecv++;
+	u->recv_cancel = 0;
+	u->ops_inflight++;
+	if (rs_fault(RS_FAULT_CANCEL))
+		cancel_recv(r, u);
+}
+
+/* Queue the datagram in buffer buf (len bytes from the kernel); 1 if the
+ * socket's readiness changed. */
+static int take(struct rs_ring *r, struct rs_udp *u, void *buf, int len)
+{
+	struct io_uring_recvmsg_out *o = io_uring_recvmsg_validate(buf, len, &u->rmsg);
+	if (!o) {
+		rs_warn("udp fd %d: a receive completion too short to parse (%d bytes): dropped", u->e.fd, len);
+		rs_stat_add(RS_C_UDP_DROPS, 1);
+		return 0;
+	}
+	uint32_t plen = io_uring_recvmsg_payload_length(o, len, &u->rmsg);
+	if (o->flags & MSG_TRUNC) /* (a buffer holds any datagram the kernel delivers) */
+		rs_warn("udp fd %d: a datagram of %u bytes was cut to %u", u->e.fd, o->payloadlen, plen);
+	uint32_t cost = DGRAM_COST(plen), lim = rx_limit(u);
+	struct rs_dgram *d = NULL;
+	if (!u->cnt || u->held + cost <= lim)
+		d = malloc(sizeof(*d) + plen);
+	if (!d) {
+		/* Over the bound (or out of memory): dropped, as the kernel drops
+		 * what overflows its queue; the receive stops until read down. */
+		rs_stat_add(RS_C_UDP_DROPS, 1);
+		if (!u->throttled) {
+			u->throttled = 1;
+			rs_stat_add(RS_C_THROTTLED, 1);
+			cancel_recv(r, u);
+		}
+		return 0;
+	}
+	d->next = NULL;
+	d->len = plen;
+	d->namelen = o->namelen;
+	memset(&d->name, 0, sizeof(d->name));
+	memcpy(&d->name, io_uring_recvmsg_name(o),
+	       o->namelen < sizeof(d->name) ? o->namelen : sizeof(d->name));
+	memcpy(d->data, io_uring_recvmsg_payload(o, &u->rmsg), plen);
+	if (u->tail)
+		u->tail->next = d;
+	else
+		u->head = d;
+	u->tail = d;
+	RS_STORE(u->cnt, u->cnt + 1);
+	RS_STORE(u->held, u->held + cost);
+	if (u->held >= lim && !u->throttled) {
+		u->throttled = 1;
+		rs_stat_add(RS_C_THROTTLED, 1);
+		cancel_recv(r, u);
+	}
+	return 1;
+}
+
+static int recv_done(struct rs_ring *r, struct rs_udp *u, struct io_uring_cqe *c)
+{
+	int edge = 0;
+	int more = c->flags & IORING_CQE_F_MORE;
+	if (!more) {
+		u->e.recv_armed = 0;
+		r->nrecv--;
+		u->ops_inflight--;
+	}
+	if (c->flags & IORING_CQE_F_BUFFER) {
+		unsigned bid = c->flags >> IORING_CQE_BUFFER_SHIFT;
+		r->ubuf.held++;
+		if (c->res > 0)
+			edge = take(r, u, rs_buf_addr(&r->ubuf, bid), c->res);
+		rs_bufring_put(r, &r->ubuf, bid);
+		rs_bufring_flush(&r->ubuf);
+	} else if (c->res == -ENOBUFS) {
+		rs_stat_add(RS_C_ENOBUFS, 1);
+		rs_bufring_grow(r, &r->ubuf); /* (each goes back at once: a full
+					       * batch found none free) */
+	} else if (c->res < 0 && c->res != -ECANCELED) {
+		/* The socket's error (an ICMP error on a connected socket): the
+		 * next call reports it; a newer one replaces it, as in the
+		 * kernel. */
+		RS_STORE(u->rx_err, -c->res);
+		edge = 1;
+	}
+	if (!more && !u->recv_cancel)
+		rs_ring_rearm_add(r, &u->e); /* (submit_recv says whether) */
+	return edge;
+}
+
+/* Read down to half the bound: the receive again. */
+static void maybe_unthrottle(struct rs_udp *u)
+{
+	struct rs_ring *r = u->e.owner;
+	if (!u->throttled || !r || u->e.mode != RS_ES_ARMED || u->held > rx_limit(u) / 2)
+		return;
+	u->throttled = 0;
+	rs_ring_rearm_add(r, &u->e);
+}
+
+/* ---- reading what is held ------------------------------------------------------ */
+
+static size_t copy_out(const struct iovec *iov, int n, const char *p, size_t len)
+{
+	size_t done = 0;
+	for (int i = 0; i < n && done < len; i++) {
+		size_t k = iov[i].iov_len < len - done ? iov[i].iov_len : len - done;
+		if (k)
+			memcpy(iov[i].iov_base, p + done, k);
+		done += k;
+	}
+	return done;
+}
+
+/* One datagram into the caller's buffers, as recvmsg returns it: the
+ * bytes copied, or its whole length with MSG_TRUNC. */
+static ssize_t deliver(const struct iovec *iov, int n, int flags, struct rs_dgram_from *f, const char *data,
+		       uint32_t len, const void *name, uint32_t namelen)
+{
+	size_t want = rs_iov_total(iov, n);
+	size_t got = copy_out(iov, n, data, len < want ? len : want);
+	if (f) {
+		if (f->name && f->namelen) {
+			socklen_t room = *f->namelen;
+			if (room > 0)
+				memcpy(f->name, name, room < namelen ? room : namelen);
+			*f->namelen = namelen;
+		}
+		f->flags = len > want ? MSG_TRUNC : 0;
+	}
+	return (flags & MSG_TRUNC) ? (ssize_t)len : (ssize_t)got;
+}
+
+static void left_lock(struct rs_uleft *l)
+{
+	int z = 0;
+	while (!atomic_compare_exchange_weak(&l->lock, &z, 1))
+		z = 0;
+}
+
+/* The next datagram left at a fork; -EAGAIN when none is. */
+static ssize_t left_take(struct rs_udp *u, const struct iovec *iov, int n, int flags, struct rs_dgram_from *f)
+{
+	struct rs_uleft *l = u->left;
+	ssize_t r = -EAGAIN;
+	left_lock(l);
+	if (l->off < l->end) {
+		struct rs_uleft_rec *h = (struct rs_uleft_rec *)(l->data + l->off);
+		r = deliver(iov, n, flags, f, (char *)(h + 1), h->len, &h->name, h->namelen);
+		if (!(flags & MSG_PEEK))
+			l->off += (uint32_t)((sizeof(*h) + h->len + 7) & ~(size_t)7);
+	}
+	atomic_store(&l->lock, 0);
+	return r;
+}
+
+static int left_err(struct rs_udp *u)
+{
+	return u->left ? __atomic_exchange_n(&u->left->err, 0, __ATOMIC_RELAXED) : 0;
+}
+
+/* The error the engine holds, taken (0: none). */
+static int take_error(struct rs_udp *u)
+{
+	int e = RS_LOAD(u->rx_err) ? __atomic_exchange_n(&u->rx_err, 0, __ATOMIC_RELAXED) : 0;
+	return e ? e : left_err(u);
+}
+
+static ssize_t take_one(struct rs_udp *u, const struct iovec *iov, int n, int flags, struct rs_dgram_from *f)
+{
+	int e = take_error(u);
+	if (e)
+		return -e;
+	if (u->left) {
+		ssize_t r = left_take(u, iov, n, flags, f);
+		if (r != -EAGAIN)
+			return r;
+	}
+	struct rs_dgram *d = u->head;
+	if (!d)
+		return -EAGAIN;
+	ssize_t r = deliver(iov, n, flags, f, d->data, d->len, &d->name, d->namelen);
+	if (!(flags & MSG_PEEK)) {
+		u->head = d->next;
+		if (!u->head)
+			u->tail = NULL;
+		RS_STORE(u->cnt, u->cnt - 1);
+		RS_STORE(u->held, u->held - DGRAM_COST(d->len));
+		free(d);
+		maybe_unthrottle(u);
+	}
+	return r;
+}
+
+static int left_empty(struct rs_udp *u)
+{
+	struct rs_uleft *l = RS_LOAD(u->left);
+	return !l || (__atomic_load_n(&l->off, __ATOMIC_RELAXED) >= __atomic_load_n(&l->end, __ATOMIC_RELAXED) &&
+		      !__atomic_load_n(&l->err, __ATOMIC_RELAXED));
+}
+
+/* Detached with nothing held: from now on the kernel serves it alone. */
+static void maybe_passive(struct rs_udp *u)
+{
+	if (u->e.mode == RS_ES_DETACHED && !u->cnt && !u->rx_err && left_empty(u) && !u->e.passive)
+		__atomic_store_n(&u->e.passive, 1, __ATOMIC_RELEASE);
+}
+
+ssize_t rs_udp_recv_call(struct rs_sock *s, int fd, const struct iovec *iov, int n, int flags,
+			 struct rs_dgram_from *f)
+{
+	if (flags & (MSG_ERRQUEUE | MSG_OOB))
+		return RS_PASS; /* the error queue is the kernel's (MSG_OOB: its EOPNOTSUPP) */
+	int e = rs_kept_error(s);
+	if (e)
+		return -e;
+	int block = !s->nonblock && !(flags & MSG_DONTWAIT);
+	int64_t deadline = block ? rs_call_deadline(s, fd, 1) : 0;
+	for (int round = 0;; round++) {
+		struct rs_esock *es = rs_esock_enter_served(s, fd);
+		if (!es)
+			return RS_PASS;
+		struct rs_udp *u = udp_of(es);
+		ssize_t r = take_one(u, iov, n, flags, f);
+		if (r != -EAGAIN) {
+			rs_stat_add(RS_C_CALLS_NOSYS, 1);
+			maybe_passive(u);
+			rs_esock_unlock(es);
+			return r;
+		}
+		struct rs_ring *o = es->owner;
+		if (es->mode == RS_ES_DETACHED || (es->mode == RS_ES_ARMED && u->shared && o == rs_ring_tls)) {
+			/* Nothing held: the kernel's queue is next. */
+			maybe_passive(u);
+			rs_esock_unlock(es);
+			return RS_PASS;
+		}
+		if (es->mode != RS_ES_ARMED || o != rs_ring_tls) {
+			/* In hand-over (its receive is still in flight on its owner's
+			 * ring, whose completions come before the kernel's queue):
+			 * look again soon. */
+			rs_esock_unlock(es);
+			if (!block)
+				return -EAGAIN;
+			int st = rs_block_on_fd(fd, POLLIN, deadline, 0);
+			if (st)
+				return st;
+			continue;
+		}
+		if (round < 2 && rs_ring_has_input_work(o)) {
+			rs_ring_progress(o); /* completions, and the receive to start */
+			rs_esock_unlock(es);
+			continue;
+		}
+		if (!block) {
+			rs_stat_add(RS_C_CALLS_NOSYS, 1);
+			rs_esock_unlock(es);
+			return -EAGAIN;
+		}
+		int st = rs_block_in_ring(es, deadline, 0); /* (returns unlocked) */
+		if (st)
+			return st;
+		round = -1;
+	}
+}
+
+/* recvmmsg: one datagram per message, as the kernel's loop does: the
+ * first waits as a recvmsg would, the rest too unless MSG_WAITFORONE
+ * (then they do not wait); the timeout is looked at after each datagram.
+ * An error after the first datagram ends the call with the count and is
+ * kept for the next call.  RS_PASS: the kernel's call. */
+int rs_udp_recvmmsg(struct rs_sock *s, int fd, struct mmsghdr *vec, unsigned vlen, int flags, struct timespec *tmo)
+{
+	int64_t end = 0;
+	if (tmo) {
+		if (tmo->tv_sec < 0 || tmo->tv_nsec < 0 || tmo->tv_nsec >= 1000000000)
+			return RS_PASS; /* (the kernel's EINVAL) */
+		end = rs_now_ns() + (int64_t)tmo->tv_sec * 1000000000 + tmo->tv_nsec;
+	}
+	if (vlen > 1024) /* (UIO_MAXIOV, the kernel's cap) */
+		vlen = 1024;
+	unsigned i;
+	for (i = 0; i < vlen; i++) {
+		struct msghdr *m = &vec[i].msg_hdr;
+		struct rs_dgram_from f = { m->msg_name, &m->msg_namelen, 0 };
+		if (m->msg_iovlen > IOV_MAX)
+			return i ? (int)i : RS_PASS;
+		int fl = flags & ~MSG_WAITFORONE;
+		if (i && (flags & MSG_WAITFORONE))
+			fl |= MSG_DONTWAIT;
+		ssize_t r = rs_udp_recv_call(s, fd, m->msg_iov, (int)m->msg_iovlen, fl, m->msg_name ? &f : NULL);
+		if (r == RS_PASS) {
+			if (i)
+				break; /* (the rest with the next call) */
+			return RS_PASS;
+		}
+		if (r < 0) {
+			if (!i)
+				return (int)r;
+			if (r != -EAGAIN)
+				rs_keep_error(s, 1, r);
+			break;
+		}
+		m->msg_controllen = 0;
+		m->msg_flags = f.flags;
+		vec[i].msg_len = (unsigned)r;
+		if (tmo) {
+			int64_t left = end - rs_now_ns();
+			if (left <= 0) {
+				i++;
+				tmo->tv_sec = 0;
+				tmo->tv_nsec = 0;
+				break;
+			}
+			tmo->tv_sec = left / 1000000000;
+			tmo->tv_nsec = left % 1000000000;
+		}
+	}
+	return (int)i;
+}
+
+/* ---- the send side, and the calls the kernel answers ------------------------ */
+
+int rs_udp_send_pre(struct rs_sock *s, int fd)
+{
+	if (!atomic_load_explicit(&s->eng, memory_order_acquire))
+		return 0;
+	struct rs_esock *e = rs_esock_enter(s, fd, 0);
+	if (!e)
+		return 0;
+	int err = rs_esock_passive(e) ? 0 : take_error(udp_of(e));
+	if (err)
+		rs_ep_sock_changed(e);
+	rs_esock_unlock(e);
+	return -err;
+}
+
+void rs_udp_send_eagain(struct rs_sock *s, int fd)
+{
+	if (!atomic_load_explicit(&s->eng, memory_order_acquire))
+		return;
+	struct rs_esock *e = rs_esock_enter(s, fd, 0);
+	if (!e)
+		return;
+	if (!RS_LOAD(e->kfull)) {
+		RS_STORE(e->kfull, 1); /* writability is the kernel's until it has room */
+		rs_ep_sock_kfull(e);
+	}
+	rs_esock_unlock(e);
+}
+
+static int fionread(struct rs_esock *e, int *out)
+{
+	struct rs_udp *u = udp_of(e);
+	int k = -1;
+	if (u->left) {
+		left_lock(u->left);
+		if (u->left->off < u->left->end)
+			k = (int)((struct rs_uleft_rec *)(u->left->data + u->left->off))->len;
+		atomic_store(&u->left->lock, 0);
+	}
+	if (k < 0 && u->head)
+		k = (int)u->head->len;
+	if (k < 0) {
+		long r = rs_syscall(SYS_ioctl, e->fd, SIOCINQ, &k);
+		if (r < 0)
+			return (int)r;
+	}
+	*out = k;
+	return 0;
+}
+
+static int so_error(struct rs_esock *e)
+{
+	int err = take_error(udp_of(e));
+	if (err)
+		rs_ep_sock_changed(e);
+	return err;
+}
+
+static size_t held_bytes(struct rs_esock *e)
+{
+	struct rs_udp *u = udp_of(e);
+	size_t n = 0;
+	for (struct rs_dgram *d = u->head; d; d = d->next)
+		n += d->len;
+	return n;
+}
+
+/* shutdown: the kernel's; its reads then say when the input ends. */
+static int shutdown_sock(struct rs_esock *e, int how)
+{
+	(void)how;
+	if (e->mode == RS_ES_ARMED)
+		rs_esock_detach_self(e, RINGSOCK_PT_OPTION);
+	return (int)RS_PASS;
+}
+
+/* ---- readiness ------------------------------------------------------------------------ */
+
+static unsigned readiness(struct rs_esock *e)
+{
+	struct rs_udp *u = udp_of(e);
+	unsigned ev = 0;
+	/* As the kernel's udp_poll: a pending error is EPOLLERR alone;
+	 * datagrams are input; room is OUT, WRNORM and WRBAND. */
+	int err = u->rx_err || (u->left && __atomic_load_n(&u->left->err, __ATOMIC_RELAXED));
+	if (u->cnt || (u->left && u->left->off < u->left->end))
+		ev |= EPOLLIN | EPOLLRDNORM;
+	if (err)
+		ev |= EPOLLERR;
+	if (!RS_LOAD(e->kfull))
+		ev |= EPOLLOUT | EPOLLWRNORM | EPOLLWRBAND;
+	return ev;
+}
+
+static unsigned held_events(struct rs_esock *e)
+{
+	struct rs_udp *u = udp_of(e);
+	unsigned ev = 0;
+	struct rs_uleft *l = RS_LOAD(u->left);
+	if (RS_LOAD(u->cnt) ||
+	    (l && __atomic_load_n(&l->off, __ATOMIC_RELAXED) < __atomic_load_n(&l->end, __ATOMIC_RELAXED)))
+		ev |= EPOLLIN;
+	if (RS_LOAD(u->rx_err) || (RS_LOAD(u->left) && __atomic_load_n(&u->left->err, __ATOMIC_RELAXED)))
+		ev |= EPOLLERR;
+	return ev;
+}
+
+static int kernel_input(struct rs_esock *e)
+{
+	return RS_LOAD(udp_of(e)->shared);
+}
+
+/* ---- arming, completions, detaching ---------------------------------------------- */
+
+static struct rs_esock *arm(struct rs_sock *s, int fd)
+{
+	if (!rs_rt.cfg.v[RS_K_UDP] || (s->domain != AF_INET && s->domain != AF_INET6)) {
+		rs_sock_passthrough(s, RINGSOCK_PT_UDP);
+		return NULL;
+	}
+	if (!s->nonblock && rs_rt.cfg.v[RS_K_BLOCKING] == RS_BLOCKING_KERNEL) {
+		rs_sock_count_passthrough(s, RINGSOCK_PT_BLOCKING);
+		s->pt_counted = 0;
+		s->pt_counted_blocking = 1;
+		return NULL;
+	}
+	if (s->born_gen != __atomic_load_n(&rs_fork_gen, __ATOMIC_RELAXED)) {
+		/* open in another process too: no read-ahead, ever */
+		rs_sock_passthrough(s, RINGSOCK_PT_FORK);
+		return NULL;
+	}
+	if (s->shut_rd) {
+		rs_sock_passthrough(s, RINGSOCK_PT_OPTION);
+		return NULL;
+	}
+	if (atomic_load(&s->nfds) != 1)
+		return NULL; /* maybe later */
+	struct rs_ring *r = rs_ring_get();
+	if (!r) {
+		rs_sock_passthrough(s, RINGSOCK_PT_NO_IO_URING);
+		return NULL;
+	}
+	struct rs_udp *u = calloc(1, sizeof(*u));
+	if (!u)
+		return NULL;
+	rs_esock_init(&u->e, &rs_udp_ops, s, fd);
+	rs_ring_lock(r);
+	if (rs_ubuf_get(r) < 0) {
+		/* (the ring's datagram buffers could not be registered) */
+		rs_ring_unlock(r);
+		atomic_fetch_sub(&s->refs, 1);
+		pthread_mutex_destroy(&u->e.mu);
+		free(u);
+		rs_sock_passthrough(s, RINGSOCK_PT_NO_IO_URING);
+		return NULL;
+	}
+	if (rs_esock_install(r, &u->e) < 0) {
+		free(u);
+		return NULL;
+	}
+	submit_recv(r, &u->e);
+	rs_ep_sock_armed(&u->e);
+	return &u->e;
+}
+
+/* Armed when an epoll set watches it: that thread reads it. */
+static int arm_when_watched(struct rs_sock *s)
+{
+	(void)s;
+	return 1;
+}
+
+/* Owner side: nothing of u is left on the ring; hand it to pass-through
+ * (what it holds is on the heap already). */
+static void finalize_detach(struct rs_ring *r, struct rs_udp *u)
+{
+	rs_ring_forget(r, &u->e);
+	rs_mutex_lock(&u->e.mu);
+	rs_ring_disown(r, &u->e);
+	RS_STORE(u->e.mode, RS_ES_DETACHED);
+	__atomic_store_n(&u->e.owner, NULL, __ATOMIC_RELEASE);
+	rs_mutex_unlock(&u->e.mu);
+	rs_ep_sock_detached(&u->e);
+}
+
+static void maybe_finish(struct rs_ring *r, struct rs_udp *u)
+{
+	if (u->e.mode == RS_ES_DETACHING && !u->e.recv_armed && u->e.owner == r)
+		finalize_detach(r, u);
+	if (u->e.closing && !u->ops_inflight && u->e.owner == NULL) {
+		rs_esock_free(&u->e);
+	} else if (u->e.closing && !u->ops_inflight && u->e.owner == r && !u->e.recv_armed) {
+		rs_ring_forget(r, &u->e);
+		rs_ring_disown(r, &u->e);
+		__atomic_store_n(&u->e.owner, NULL, __ATOMIC_RELEASE);
+		rs_esock_free(&u->e);
+	}
+}
+
+static void complete(struct rs_ring *r, struct rs_esock *e, int op, struct io_uring_cqe *c)
+{
+	struct rs_udp *u = udp_of(e);
+	int edge = 0;
+	if (op == RS_UD_RECV)
+		edge = recv_done(r, u, c);
+	else if (op == RS_UD_CANCEL)
+		u->ops_inflight--;
+	if (edge && !e->closing)
+		rs_ep_sock_changed(e);
+	maybe_finish(r, u);
+}
+
+static void process_detach(struct rs_ring *r, struct rs_esock *e)
+{
+	struct rs_udp *u = udp_of(e);
+	cancel_recv(r, u);
+	maybe_finish(r, u);
+}
+
+static void drop_all(struct rs_udp *u)
+{
+	while (u->head) {
+		struct rs_dgram *d = u->head;
+		u->head = d->next;
+		free(d);
+	}
+	u->tail = NULL;
+	RS_STORE(u->cnt, 0);
+	RS_STORE(u->held, 0);
+}
+
+/* ---- close, thread exit, fork ------------------------------------------------------ */
+
+static int recv_gone(void *arg)
+{
+	return !udp_of(arg)->e.recv_armed;
+}
+
+static int close_sock(struct rs_sock *s, int fd)
+{
+	struct rs_esock *e = rs_esock_enter(s, fd, 0);
+	if (!e)
+		return 0;
+	struct rs_udp *u = udp_of(e);
+	if (atomic_load(&s->nfds) > 1) {
+		/* another descriptor keeps it open */
+		if (e->fd == fd && e->mode == RS_ES_DETACHED)
+			e->fd = -1;
+		rs_esock_unlock(e);
+		return 0;
+	}
+	atomic_store(&s->eng, NULL);
+	struct rs_ring *r = e->owner;
+	rs_ep_sock_gone(e);
+	if (r && r == rs_ring_tls) {
+		/* The receive holds the file (and its port) until it ends. */
+		u->rx_stop = 1;
+		cancel_recv(r, u);
+		rs_ring_wait(r, recv_gone, u, -1);
+	} else if (r) {
+		rs_esock_detach_on(r, e); /* its owner cancels it next time it runs */
+	}
+	drop_all(u); /* (the kernel discards a closed socket's queue too) */
+	e->closing = 1;
+	e->fd = -1;
+	struct rs_ring *held = rs_esock_held_ring();
+	if (!r) {
+		rs_mutex_unlock(&e->mu);
+		rs_esock_free(e);
+		return 0;
+	}
+	maybe_finish(r, u); /* may free u */
+	rs_ring_unlock(held);
+	return 0;
+}
+
+struct gone_arg {
+	struct rs_ring *r;
+	struct rs_udp *u;
+};
+
+static int left_or_ended(void *arg)
+{
+	struct gone_arg *g = arg;
+	return g->r->owned != &g->u->e || !g->u->e.recv_armed;
+}
+
+static void ring_gone(struct rs_ring *r, struct rs_esock *e)
+{
+	struct rs_udp *u = udp_of(e);
+	if (e->mode == RS_ES_ARMED && !e->closing) {
+		RS_STORE(e->mode, RS_ES_DETACHING);
+		rs_sock_count_passthrough(e->sock, RINGSOCK_PT_THREAD);
+	}
+	cancel_recv(r, u);
+	struct gone_arg g = { r, u };
+	rs_ring_wait(r, left_or_ended, &g, 10000);
+	if (r->owned != e)
+		return; /* (freed or finished meanwhile) */
+	if (e->closing) {
+		rs_ring_forget(r, e);
+		rs_ring_disown(r, e);
+		__atomic_store_n(&e->owner, NULL, __ATOMIC_RELEASE);
+		rs_esock_free(e);
+		return;
+	}
+	finalize_detach(r, u);
+}
+
+/* Another process may read it from now on (vfork, posix_spawn, fork): no
+ * more read-ahead; the kernel reports its input. */
+static void spawn_prepare(struct rs_esock *e)
+{
+	struct rs_udp *u = udp_of(e);
+	if (u->shared)
+		return;
+	RS_STORE(u->shared, 1);
+	if (e->owner && e->mode == RS_ES_ARMED) {
+		if (e->owner == rs_ring_tls)
+			cancel_recv(e->owner, u);
+		else
+			rs_esock_detach_on(e->owner, e);
+	}
+	rs_ep_sock_rx_direct(e);
+}
+
+/* Before fork (all ring locks held): the datagrams held move to shared
+ * memory, so the parent and the child read each once. */
+static void fork_prepare(struct rs_esock *e)
+{
+	struct rs_udp *u = udp_of(e);
+	spawn_prepare(e);
+	int err = u->rx_err;
+	if (!u->head && !err)
+		return;
+	size_t need = 0;
+	for (struct rs_dgram *d = u->head; d; d = d->next)
+		need += (sizeof(struct rs_uleft_rec) + d->len + 7) & ~(size_t)7;
+	uint32_t had = 0;
+	if (u->left) { /* (an earlier fork's, not read yet) */
+		had = u->left->end - u->left->off;
+		need += had;
+	}
+	size_t map = sizeof(struct rs_uleft) + need;
+	struct rs_uleft *l = mmap(NULL, map, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (l == MAP_FAILED)
+		return; /* (both processes then read the copies: warned) */
+	uint32_t off = 0;
+	if (u->left) {
+		memcpy(l->data, u->left->data + u->left->off, had);
+		off = had;
+		if (!err)
+			err = u->left->err;
+		munmap(u->left, u->left_map);
+	}
+	for (struct rs_dgram *d = u->head; d; d = d->next) {
+		struct rs_uleft_rec *h = (struct rs_uleft_rec *)(l->data + off);
+		h->len = d->len;
+		h->namelen = d->namelen;
+		h->name = d->name;
+		memcpy(h + 1, d->data, d->len);
+		off += (uint32_t)((sizeof(*h) + d->len + 7) & ~(size_t)7);
+	}
+	l->off = 0;
+	l->end = off;
+	l->err = err;
+	drop_all(u);
+	RS_STORE(u->rx_err, 0);
+	RS_STORE(u->left, l);
+	u->left_map = map;
+}
+
+/* In the child: the ring is gone; what was held is in the shared memory. */
+static void fork_child(struct rs_esock *e)
+{
+	struct rs_udp *u = udp_of(e);
+	struct rs_ring *r = e->owner;
+	if (r) {
+		rs_ring_disown(r, e);
+		if (e->recv_armed)
+			r->nrecv--;
+	}
+	e->owner = NULL;
+	pthread_mutex_init(&e->mu, NULL);
+	RS_STORE(e->mode, RS_ES_DETACHED);
+	e->recv_armed = 0;
+	u->recv_cancel = 0;
+	e->on_txq = e->on_rearm = e->on_detach = e->on_draining = 0;
+	u->ops_inflight = 0;
+	rs_sock_count_passthrough(e->sock, RINGSOCK_PT_FORK);
+}
+
+static void destroy(struct rs_esock *e)
+{
+	struct rs_udp *u = udp_of(e);
+	drop_all(u);
+	if (u->left)
+		munmap(u->left, u->left_map);
+}
+
+/* Sends are the kernel's: nothing is ever queued. */
+static void no_tx(struct rs_ring *r, struct rs_esock *e)
+{
+	(void)r;
+	(void)e;
+}
+static int tx_none(struct rs_esock *e)
+{
+	(void)e;
+	return 0;
+}
+static size_t flush_none(struct rs_esock *e)
+{
+	(void)e;
+	return 0;
+}
+static void sync_none(struct rs_esock *e)
+{
+	(void)e;
+}
+
+const struct rs_kind_ops rs_udp_ops = {
+	.name = "udp",
+	.arm = arm,
+	.arm_when_watched = arm_when_watched,
+	.complete = complete,
+	.submit_recv = submit_recv,
+	.submit_tx = no_tx,
+	.process_detach = process_detach,
+	.drain_ended = no_tx,
+	.flush_queued = no_tx,
+	.ring_gone = ring_gone,
+	.spawn_prepare = spawn_prepare,
+	.fork_prepare = fork_prepare,
+	.fork_child = fork_child,
+	.tx_pending = tx_none,
+	.flush_direct = flush_none,
+	.sync_tx = sync_none,
+	.close = close_sock,
+	.destroy = destroy,
+	.readiness = readiness,
+	.held_events = held_events,
+	.kernel_input = kernel_input,
+	.fionread = fionread,
+	.so_error = so_error,
+	.held = held_bytes,
+	.shutdown = shutdown_sock,
+};
