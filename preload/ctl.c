@@ -11,6 +11,13 @@
 #define SO_SNDTIMEO_NEW 67
 #endif
 
+/* Options that add control messages, newer than some headers. */
+#define RS_SO_TIMESTAMP_NEW 63
+#define RS_SO_TIMESTAMPNS_NEW 64
+#define RS_SO_TIMESTAMPING_NEW 65
+#define RS_SO_RCVMARK 75
+#define RS_SO_RCVPRIORITY 82
+
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/ioctl.h>
@@ -156,7 +163,9 @@ static int rx_option(int level, int name, const void *val, socklen_t len)
 			return !(val && len >= (socklen_t)sizeof(int) && *(const int *)val <= 1);
 		case SO_TIMESTAMP: case SO_TIMESTAMPNS: case SO_TIMESTAMPING:
 		case SO_RXQ_OVFL: case SO_ATTACH_FILTER: case SO_ATTACH_BPF:
-		case SO_BUSY_POLL: case SO_PEEK_OFF:
+		case SO_BUSY_POLL: case SO_PEEK_OFF: case SO_PASSCRED: case SO_PASSSEC:
+		case RS_SO_TIMESTAMP_NEW: case RS_SO_TIMESTAMPNS_NEW: case RS_SO_TIMESTAMPING_NEW:
+		case RS_SO_RCVMARK: case RS_SO_RCVPRIORITY:
 			return 1;
 		}
 		return 0;

@@ -186,6 +186,7 @@ static inline struct rs_sock *rs_engine_sock(struct rs_sock *s)
 static inline ssize_t rs_engine_recv(struct rs_sock *s, int fd, const struct iovec *iov, int n, int flags,
 				     struct rs_dgram_from *f)
 {
+	flags &= ~MSG_CMSG_CLOEXEC; /* (what the engine holds carries no control messages) */
 	if (s->type == SOCK_DGRAM)
 		return rs_udp_recv_call(s, fd, iov, n, flags, f);
 	ssize_t r = rs_tcp_recv_call(s, fd, iov, n, flags);

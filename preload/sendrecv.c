@@ -149,7 +149,7 @@ RS_EXPORT ssize_t recvfrom(int fd, void *buf, size_t n, int flags, RS_SA addr, s
 RS_EXPORT ssize_t recvmsg(int fd, struct msghdr *msg, int flags)
 {
 	struct rs_sock *s = rs_enter_fd(fd, RINGSOCK_FAM_SENDRECV);
-	if (rs_engine_sock(s) && msg && msg->msg_iovlen <= IOV_MAX && !(flags & MSG_CMSG_CLOEXEC)) {
+	if (rs_engine_sock(s) && msg && msg->msg_iovlen <= IOV_MAX) {
 		struct rs_dgram_from f = { msg->msg_name, &msg->msg_namelen, 0 };
 		ssize_t r = rs_engine_recv(s, fd, msg->msg_iov, (int)msg->msg_iovlen, flags, &f);
 		if (r != RS_PASS) {

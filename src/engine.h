@@ -272,6 +272,10 @@ struct rs_ring {
 	struct rs_ring_poll poll[RS_POLL_SLOTS];
 	uint64_t poll_seq;
 	uint8_t wake_armed;     /* a poll of evfd is in the ring (blocking calls) [lock] */
+	uint8_t sleeping;       /* the owner waits in io_uring_enter without the
+				 * lock (rs_ring_sleep), where its receives'
+				 * task work runs [set under the lock, cleared
+				 * without it; a hint for other threads] */
 	uint8_t reg_ring;       /* ring fd registered (enter_ring_fd is an index) [set] */
 	uint8_t tr_stale;       /* IORING_SQ_TASKRUN stayed set through three
 				 * enters that found no work (seen on 6.18):
@@ -523,6 +527,7 @@ struct rs_esock {
  * lock held; the lifecycle code (engine.c) and the core the rest. */
 struct rs_kind_ops {
 	const char *name;
+	int rx_group;            /* the buffer group its receives use (RS_BGID_*) */
 	/* arm s (fd) on this thread's ring, locked; NULL: the kernel's */
 	struct rs_esock *(*arm)(struct rs_sock *s, int fd);
 	/* arm it when an epoll set registers it (not only at its first call)? */

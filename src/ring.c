@@ -274,10 +274,23 @@ int rs_ring_has_completions(struct rs_ring *r)
 	return (flags & (IORING_SQ_TASKRUN | IORING_SQ_CQ_OVERFLOW)) || io_uring_cq_ready(&r->ring);
 }
 
+/* Can a receive on the rearm list start: is a buffer free in the group
+ * its kind receives into?  (The list is short: sockets whose receive
+ * ended for want of buffers or SQ room.) */
+static int rearm_possible(struct rs_ring *r)
+{
+	for (struct rs_esock *e = r->rearm; e; e = e->rearm_next) {
+		struct rs_bufring *g = e->ops->rx_group == RS_BGID_UDP ? &r->ubuf : &r->buf;
+		if (g->held < g->count)
+			return 1;
+	}
+	return 0;
+}
+
 int rs_ring_has_input_work(struct rs_ring *r)
 {
 	return rs_ring_has_completions(r) || io_uring_sq_ready(&r->ring) || RS_LOAD(r->detach) ||
-	       (r->rearm && r->buf.held < r->buf.count);
+	       (r->rearm && rearm_possible(r));
 }
 
 int rs_ring_has_work(struct rs_ring *r)
@@ -285,7 +298,7 @@ int rs_ring_has_work(struct rs_ring *r)
 	unsigned flags = ring_flags(r);
 	return (flags & (IORING_SQ_TASKRUN | IORING_SQ_CQ_OVERFLOW)) || io_uring_cq_ready(&r->ring) ||
 	       io_uring_sq_ready(&r->ring) || RS_LOAD(r->txq) || RS_LOAD(r->detach) || r->buf.pending ||
-	       (r->rearm && r->buf.held < r->buf.count);
+	       (r->rearm && rearm_possible(r));
 }
 
 /* Turn queued intentions into SQEs. */
@@ -311,11 +324,18 @@ static void ring_prepare(struct rs_ring *r)
 	unsigned todo = 0;
 	for (struct rs_esock *e = r->rearm; e; e = e->rearm_next)
 		todo++;
-	while (r->rearm && todo-- && r->buf.held < r->buf.count) {
-		struct rs_esock *e = r->rearm;
-		r->rearm = e->rearm_next;
+	struct rs_esock **pp = &r->rearm;
+	while (*pp && todo--) {
+		struct rs_esock *e = *pp;
+		struct rs_bufring *g = e->ops->rx_group == RS_BGID_UDP ? &r->ubuf : &r->buf;
+		if (g->held >= g->count) {
+			pp = &e->rearm_next; /* (its group has no buffer free: later) */
+			continue;
+		}
+		*pp = e->rearm_next;
 		e->on_rearm = 0;
 		e->ops->submit_recv(r, e);
+		pp = &r->rearm; /* (submitting may have reaped and changed the list) */
 	}
 	rs_buf_flush(r);
 	r->nr_tx_sqes = 0;
@@ -340,7 +360,7 @@ int rs_ring_progress(struct rs_ring *r)
 			 ++r->tr_empty >= 3)
 			r->tr_stale = 1; /* three enters in a row found nothing */
 		handled += n;
-		if (!n && !r->txq && !r->detach && !(r->rearm && r->buf.held < r->buf.count))
+		if (!n && !r->txq && !r->detach && !(r->rearm && rearm_possible(r)))
 			break;
 	}
 	return handled;
@@ -519,9 +539,11 @@ int rs_ring_sleep(struct rs_ring *r, int timeout_ms, const sigset_t *ss)
 		ts.tv_nsec = (long long)(timeout_ms % 1000) * 1000000;
 		arg.ts = (uint64_t)(uintptr_t)&ts;
 	}
+	RS_STORE(r->sleeping, 1);
 	rs_ring_unlock(r);
 	rs_stat_add(RS_C_URING_ENTERS, 1);
 	long e = rs_blocking_syscall(SYS_io_uring_enter, fd, to_submit, want, flags, (long)&arg, sizeof(arg));
+	RS_STORE(r->sleeping, 0);
 	if (e == -ETIME && capped)
 		return 0; /* not the caller's timeout: it looks again */
 	return e == -EINTR || e == -ETIME ? (int)e : 0;

@@ -582,6 +582,7 @@ static void destroy(struct rs_esock *e)
 
 const struct rs_kind_ops rs_tcp_ops = {
 	.name = "tcp",
+	.rx_group = RS_BGID_TCP,
 	.arm = arm,
 	.arm_when_watched = arm_when_watched,
 	.complete = complete,

@@ -41,6 +41,7 @@
 #define _GNU_SOURCE 1 /* (recvmmsg) */
 #include <errno.h>
 #include <limits.h>
+#include <time.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <stdlib.h>
@@ -67,7 +68,11 @@ struct rs_dgram {
 
 /* Datagrams held at a fork, in memory both processes share: records of
  * struct rs_uleft_rec and payload, 8-byte aligned, read once by whichever
- * process reads first (lock: a spin lock, held for one copy). */
+ * process reads first (lock: a spin lock, held for one copy).  A later
+ * fork adds a map for what was held since (datagrams the receive took
+ * before its cancel): each process knows, in its own memory, the maps it
+ * shares (struct rs_uleft_ref, oldest first), so none is ever copied or
+ * unmapped while another process may read it. */
 struct rs_uleft_rec {
 	uint32_t len, namelen;
 	struct sockaddr_in6 name;
@@ -79,19 +84,25 @@ struct rs_uleft {
 				  * process that asks */
 	char data[];
 };
+struct rs_uleft_ref {
+	struct rs_uleft *l;
+	size_t map;
+	struct rs_uleft_ref *next; /* [appended under the lock, read without] */
+};
 
 /* A UDP socket on the engine.  Fields guarded like the core's [ring/mu];
  * "hint" fields are also read without the lock. */
 struct rs_udp {
 	struct rs_esock e;       /* first: the core's part */
 	struct rs_dgram *head, *tail; /* held datagrams, oldest first */
-	struct rs_uleft *left;   /* after a fork [hint] */
-	size_t left_map;
+	struct rs_uleft_ref *left; /* after a fork [hint] */
 	struct msghdr rmsg;      /* the multishot recvmsg's template */
 	uint32_t cnt;            /* datagrams held [hint] */
 	uint32_t held;           /* their cost (DGRAM_COST) [hint] */
 	int rx_err;              /* an error the receive took [hint] */
 	uint32_t ops_inflight;   /* CQEs still expected (receive, cancels) */
+	uint32_t limit;          /* rx_limit's value ... */
+	int limit_for;           /* ... for this SO_RCVBUF the program set */
 	uint8_t recv_cancel;     /* the receive's cancel is submitted */
 	uint8_t rx_stop;         /* closing: never arm it again */
 	uint8_t throttled;       /* at the bound: no receive until read down */
@@ -104,22 +115,24 @@ static inline struct rs_udp *udp_of(struct rs_esock *e)
 	return (struct rs_udp *)e;
 }
 
-/* The bound on what the socket holds (see the top). */
+/* The bound on what the socket holds (see the top): the kernel's own
+ * SO_RCVBUF (what it made of the program's value: doubled, capped by
+ * rmem_max unless forced), read again when the program sets it. */
 static uint32_t rx_limit(struct rs_udp *u)
 {
-	static size_t def;
 	size_t lim = (size_t)rs_rt.cfg.v[RS_K_RCVBUF_LIMIT];
-	int rcvbuf = __atomic_load_n(&u->e.sock->rcvbuf, __ATOMIC_RELAXED);
-	if (!lim && rcvbuf)
-		lim = rs_sockbuf_bytes(rcvbuf);
-	if (!lim) {
-		lim = __atomic_load_n(&def, __ATOMIC_RELAXED);
-		if (!lim) {
-			lim = rs_sysctl_field("/proc/sys/net/core/rmem_default", 0, 212992);
-			__atomic_store_n(&def, lim, __ATOMIC_RELAXED);
-		}
+	if (lim)
+		return lim > UINT32_MAX / 2 ? UINT32_MAX / 2 : (uint32_t)lim;
+	int set = __atomic_load_n(&u->e.sock->rcvbuf, __ATOMIC_RELAXED);
+	if (!u->limit || set != u->limit_for) {
+		int v = 0;
+		socklen_t l = sizeof(v);
+		if (u->e.fd < 0 || rs_syscall(SYS_getsockopt, u->e.fd, SOL_SOCKET, SO_RCVBUF, &v, &l) < 0 || v <= 0)
+			v = (int)rs_sysctl_field("/proc/sys/net/core/rmem_default", 0, 212992);
+		u->limit = (uint32_t)v;
+		u->limit_for = set;
 	}
-	return lim > UINT32_MAX / 2 ? UINT32_MAX / 2 : (uint32_t)lim;
+	return u->limit;
 }
 
 /* ---- the receive ---------------------------------------------------------------- */
@@ -182,9 +195,11 @@ static int take(struct rs_ring *r, struct rs_udp *u, void *buf, int len)
 		d = malloc(sizeof(*d) + plen);
 	if (!d) {
 		/* Over the bound (or out of memory): dropped, as the kernel drops
-		 * what overflows its queue; the receive stops until read down. */
+		 * what overflows its queue; over the bound the receive stops
+		 * until read down (with nothing held it goes on: no read would
+		 * ever restart it). */
 		rs_stat_add(RS_C_UDP_DROPS, 1);
-		if (!u->throttled) {
+		if (u->cnt && !u->throttled) {
 			u->throttled = 1;
 			rs_stat_add(RS_C_THROTTLED, 1);
 			cancel_recv(r, u);
@@ -240,8 +255,9 @@ static int recv_done(struct rs_ring *r, struct rs_udp *u, struct io_uring_cqe *c
 		RS_STORE(u->rx_err, -c->res);
 		edge = 1;
 	}
-	if (!more && !u->recv_cancel)
-		rs_ring_rearm_add(r, &u->e); /* (submit_recv says whether) */
+	if (!more)
+		rs_ring_rearm_add(r, &u->e); /* (submit_recv says whether: not
+					      * throttled, closing, shared...) */
 	return edge;
 }
 
@@ -295,25 +311,71 @@ static void left_lock(struct rs_uleft *l)
 		z = 0;
 }
 
+static int left_has(struct rs_uleft *l)
+{
+	return __atomic_load_n(&l->off, __ATOMIC_RELAXED) < __atomic_load_n(&l->end, __ATOMIC_RELAXED);
+}
+
+/* Datagrams left at forks (held_events: without the lock). */
+static int left_records(struct rs_udp *u)
+{
+	for (struct rs_uleft_ref *x = RS_LOAD(u->left); x; x = __atomic_load_n(&x->next, __ATOMIC_ACQUIRE))
+		if (left_has(x->l))
+			return 1;
+	return 0;
+}
+
+static int left_error(struct rs_udp *u)
+{
+	for (struct rs_uleft_ref *x = RS_LOAD(u->left); x; x = __atomic_load_n(&x->next, __ATOMIC_ACQUIRE))
+		if (__atomic_load_n(&x->l->err, __ATOMIC_RELAXED))
+			return 1;
+	return 0;
+}
+
 /* The next datagram left at a fork; -EAGAIN when none is. */
 static ssize_t left_take(struct rs_udp *u, const struct iovec *iov, int n, int flags, struct rs_dgram_from *f)
 {
-	struct rs_uleft *l = u->left;
-	ssize_t r = -EAGAIN;
-	left_lock(l);
-	if (l->off < l->end) {
-		struct rs_uleft_rec *h = (struct rs_uleft_rec *)(l->data + l->off);
-		r = deliver(iov, n, flags, f, (char *)(h + 1), h->len, &h->name, h->namelen);
-		if (!(flags & MSG_PEEK))
-			l->off += (uint32_t)((sizeof(*h) + h->len + 7) & ~(size_t)7);
+	for (struct rs_uleft_ref *x = u->left; x; x = x->next) {
+		struct rs_uleft *l = x->l;
+		ssize_t r = -EAGAIN;
+		left_lock(l);
+		if (l->off < l->end) {
+			struct rs_uleft_rec *h = (struct rs_uleft_rec *)(l->data + l->off);
+			r = deliver(iov, n, flags, f, (char *)(h + 1), h->len, &h->name, h->namelen);
+			if (!(flags & MSG_PEEK))
+				l->off += (uint32_t)((sizeof(*h) + h->len + 7) & ~(size_t)7);
+		}
+		atomic_store(&l->lock, 0);
+		if (r != -EAGAIN)
+			return r;
 	}
-	atomic_store(&l->lock, 0);
-	return r;
+	return -EAGAIN;
+}
+
+/* The size of the next datagram left at a fork, or -1. */
+static int left_next_len(struct rs_udp *u)
+{
+	for (struct rs_uleft_ref *x = u->left; x; x = x->next) {
+		int k = -1;
+		left_lock(x->l);
+		if (x->l->off < x->l->end)
+			k = (int)((struct rs_uleft_rec *)(x->l->data + x->l->off))->len;
+		atomic_store(&x->l->lock, 0);
+		if (k >= 0)
+			return k;
+	}
+	return -1;
 }
 
 static int left_err(struct rs_udp *u)
 {
-	return u->left ? __atomic_exchange_n(&u->left->err, 0, __ATOMIC_RELAXED) : 0;
+	for (struct rs_uleft_ref *x = u->left; x; x = x->next) {
+		int e = __atomic_exchange_n(&x->l->err, 0, __ATOMIC_RELAXED);
+		if (e)
+			return e;
+	}
+	return 0;
 }
 
 /* The error the engine holds, taken (0: none). */
@@ -328,6 +390,16 @@ static ssize_t take_one(struct rs_udp *u, const struct iovec *iov, int n, int fl
 	int e = take_error(u);
 	if (e)
 		return -e;
+	if ((u->head || u->left) && !u->e.recv_armed && u->e.fd >= 0 &&
+	    __atomic_load_n(&u->e.sock->conn_state, __ATOMIC_RELAXED) == RS_CONN_UP) {
+		/* No receive of ours sees the socket's errors now (throttled,
+		 * leaving, shared): an ICMP error the kernel holds comes before
+		 * the datagrams held, as its recvmsg reports it first. */
+		int k = 0;
+		socklen_t kl = sizeof(k);
+		if (rs_syscall(SYS_getsockopt, u->e.fd, SOL_SOCKET, SO_ERROR, &k, &kl) == 0 && k)
+			return -k;
+	}
 	if (u->left) {
 		ssize_t r = left_take(u, iov, n, flags, f);
 		if (r != -EAGAIN)
@@ -351,9 +423,7 @@ static ssize_t take_one(struct rs_udp *u, const struct iovec *iov, int n, int fl
 
 static int left_empty(struct rs_udp *u)
 {
-	struct rs_uleft *l = RS_LOAD(u->left);
-	return !l || (__atomic_load_n(&l->off, __ATOMIC_RELAXED) >= __atomic_load_n(&l->end, __ATOMIC_RELAXED) &&
-		      !__atomic_load_n(&l->err, __ATOMIC_RELAXED));
+	return !left_records(u) && !left_error(u);
 }
 
 /* Detached with nothing held: from now on the kernel serves it alone. */
@@ -361,6 +431,19 @@ static void maybe_passive(struct rs_udp *u)
 {
 	if (u->e.mode == RS_ES_DETACHED && !u->cnt && !u->rx_err && left_empty(u) && !u->e.passive)
 		__atomic_store_n(&u->e.passive, 1, __ATOMIC_RELEASE);
+}
+
+static int recv_gone(void *arg);
+
+/* Another thread's ring still has the socket's receive in flight (a
+ * hand-over it has not finished): its owner cancels it the next time it
+ * runs, before its receive can run again.  1: wait for that (the owner
+ * sleeps in its ring, where the receive runs, and was woken to finish the
+ * hand-over); 0: nothing of the owner's can take a datagram before the
+ * cancel, so the kernel's queue may be read now. */
+static int owner_may_take(struct rs_esock *e, struct rs_ring *o)
+{
+	return e->recv_armed && o && RS_LOAD(o->sleeping);
 }
 
 ssize_t rs_udp_recv_call(struct rs_sock *s, int fd, const struct iovec *iov, int n, int flags,
@@ -373,6 +456,7 @@ ssize_t rs_udp_recv_call(struct rs_sock *s, int fd, const struct iovec *iov, int
 		return -e;
 	int block = !s->nonblock && !(flags & MSG_DONTWAIT);
 	int64_t deadline = block ? rs_call_deadline(s, fd, 1) : 0;
+	int entered = 0; /* this call made a system call */
 	for (int round = 0;; round++) {
 		struct rs_esock *es = rs_esock_enter_served(s, fd);
 		if (!es)
@@ -380,52 +464,85 @@ ssize_t rs_udp_recv_call(struct rs_sock *s, int fd, const struct iovec *iov, int
 		struct rs_udp *u = udp_of(es);
 		ssize_t r = take_one(u, iov, n, flags, f);
 		if (r != -EAGAIN) {
-			rs_stat_add(RS_C_CALLS_NOSYS, 1);
+			if (!entered)
+				rs_stat_add(RS_C_CALLS_NOSYS, 1);
 			maybe_passive(u);
 			rs_esock_unlock(es);
 			return r;
 		}
 		struct rs_ring *o = es->owner;
-		if (es->mode == RS_ES_DETACHED || (es->mode == RS_ES_ARMED && u->shared && o == rs_ring_tls)) {
-			/* Nothing held: the kernel's queue is next. */
+		if (es->mode == RS_ES_DETACHED || (o != rs_ring_tls && !owner_may_take(es, o))) {
+			/* Nothing held, and no receive of ours can take the next
+			 * datagram first: the kernel's queue is next. */
 			maybe_passive(u);
 			rs_esock_unlock(es);
 			return RS_PASS;
 		}
-		if (es->mode != RS_ES_ARMED || o != rs_ring_tls) {
-			/* In hand-over (its receive is still in flight on its owner's
-			 * ring, whose completions come before the kernel's queue):
-			 * look again soon. */
+		if (o != rs_ring_tls) {
+			/* The owner is finishing the hand-over: look again soon. */
 			rs_esock_unlock(es);
-			if (!block)
+			if (deadline && rs_now_ns() >= deadline)
 				return -EAGAIN;
-			int st = rs_block_on_fd(fd, POLLIN, deadline, 0);
-			if (st)
-				return st;
+			struct timespec ts = { 0, 50000 };
+			nanosleep(&ts, NULL);
+			entered = 1;
+			continue;
+		}
+		if (es->mode != RS_ES_ARMED || u->shared) {
+			/* Leaving the engine (another thread, a fork): its receive
+			 * ends first, whose last datagrams come before the kernel's. */
+			if (!es->recv_armed) {
+				rs_esock_unlock(es);
+				return RS_PASS;
+			}
+			cancel_recv(o, u);
+			rs_ring_wait(o, recv_gone, u, -1);
+			rs_esock_unlock(es);
+			entered = 1;
 			continue;
 		}
 		if (round < 2 && rs_ring_has_input_work(o)) {
 			rs_ring_progress(o); /* completions, and the receive to start */
 			rs_esock_unlock(es);
+			entered = 1;
 			continue;
 		}
 		if (!block) {
-			rs_stat_add(RS_C_CALLS_NOSYS, 1);
+			if (!entered)
+				rs_stat_add(RS_C_CALLS_NOSYS, 1);
 			rs_esock_unlock(es);
 			return -EAGAIN;
 		}
 		int st = rs_block_in_ring(es, deadline, 0); /* (returns unlocked) */
 		if (st)
 			return st;
+		entered = 1;
 		round = -1;
 	}
+}
+
+/* An error a recvmmsg met after its first datagram: the kernel keeps it
+ * as the socket's error (sk_err) for the next call, SO_ERROR or poll. */
+static void keep_mmsg_error(struct rs_sock *s, int fd, int err)
+{
+	struct rs_esock *e = rs_esock_enter(s, fd, 0);
+	if (e && !rs_esock_passive(e)) {
+		RS_STORE(udp_of(e)->rx_err, err);
+		rs_ep_sock_changed(e);
+	} else {
+		rs_keep_error(s, 1, -err); /* (the kernel's socket: the next read) */
+	}
+	if (e)
+		rs_esock_unlock(e);
 }
 
 /* recvmmsg: one datagram per message, as the kernel's loop does: the
  * first waits as a recvmsg would, the rest too unless MSG_WAITFORONE
  * (then they do not wait); the timeout is looked at after each datagram.
  * An error after the first datagram ends the call with the count and is
- * kept for the next call.  RS_PASS: the kernel's call. */
+ * kept as the socket's error.  Once the engine holds nothing more for the
+ * socket, the kernel's own recvmmsg fills the rest.  RS_PASS: the
+ * kernel's call. */
 int rs_udp_recvmmsg(struct rs_sock *s, int fd, struct mmsghdr *vec, unsigned vlen, int flags, struct timespec *tmo)
 {
 	int64_t end = 0;
@@ -434,8 +551,6 @@ int rs_udp_recvmmsg(struct rs_sock *s, int fd, struct mmsghdr *vec, unsigned vle
 			return RS_PASS; /* (the kernel's EINVAL) */
 		end = rs_now_ns() + (int64_t)tmo->tv_sec * 1000000000 + tmo->tv_nsec;
 	}
-	if (vlen > 1024) /* (UIO_MAXIOV, the kernel's cap) */
-		vlen = 1024;
 	unsigned i;
 	for (i = 0; i < vlen; i++) {
 		struct msghdr *m = &vec[i].msg_hdr;
@@ -447,15 +562,34 @@ int rs_udp_recvmmsg(struct rs_sock *s, int fd, struct mmsghdr *vec, unsigned vle
 			fl |= MSG_DONTWAIT;
 		ssize_t r = rs_udp_recv_call(s, fd, m->msg_iov, (int)m->msg_iovlen, fl, m->msg_name ? &f : NULL);
 		if (r == RS_PASS) {
-			if (i)
-				break; /* (the rest with the next call) */
-			return RS_PASS;
+			if (!i)
+				return RS_PASS;
+			/* the rest from the kernel, with what is left of the time */
+			struct timespec left, *lp = NULL;
+			if (tmo) {
+				int64_t ns = end - rs_now_ns();
+				if (ns <= 0)
+					break;
+				left = (struct timespec){ (time_t)(ns / 1000000000), (long)(ns % 1000000000) };
+				lp = &left;
+			}
+			long k = rs_blocking_syscall(SYS_recvmmsg, fd, (long)(vec + i), vlen - i, fl, (long)lp, 0);
+			if (lp)
+				*tmo = left;
+			if (k > 0)
+				i += (unsigned)k;
+			else if (k < 0 && k != -EAGAIN && k != -EINTR)
+				rs_keep_error(s, 1, k);
+			break;
 		}
 		if (r < 0) {
 			if (!i)
 				return (int)r;
+			if (r == -EINTR && !s->rcvtimeo_ns)
+				r = -512; /* (the kernel keeps ERESTARTSYS itself when a
+					   * wait without timeout is interrupted) */
 			if (r != -EAGAIN)
-				rs_keep_error(s, 1, r);
+				keep_mmsg_error(s, fd, (int)-r);
 			break;
 		}
 		m->msg_controllen = 0;
@@ -509,13 +643,7 @@ void rs_udp_send_eagain(struct rs_sock *s, int fd)
 static int fionread(struct rs_esock *e, int *out)
 {
 	struct rs_udp *u = udp_of(e);
-	int k = -1;
-	if (u->left) {
-		left_lock(u->left);
-		if (u->left->off < u->left->end)
-			k = (int)((struct rs_uleft_rec *)(u->left->data + u->left->off))->len;
-		atomic_store(&u->left->lock, 0);
-	}
+	int k = left_next_len(u);
 	if (k < 0 && u->head)
 		k = (int)u->head->len;
 	if (k < 0) {
@@ -561,8 +689,8 @@ static unsigned readiness(struct rs_esock *e)
 	unsigned ev = 0;
 	/* As the kernel's udp_poll: a pending error is EPOLLERR alone;
 	 * datagrams are input; room is OUT, WRNORM and WRBAND. */
-	int err = u->rx_err || (u->left && __atomic_load_n(&u->left->err, __ATOMIC_RELAXED));
-	if (u->cnt || (u->left && u->left->off < u->left->end))
+	int err = u->rx_err || left_error(u);
+	if (u->cnt || left_records(u))
 		ev |= EPOLLIN | EPOLLRDNORM;
 	if (err)
 		ev |= EPOLLERR;
@@ -575,11 +703,9 @@ static unsigned held_events(struct rs_esock *e)
 {
 	struct rs_udp *u = udp_of(e);
 	unsigned ev = 0;
-	struct rs_uleft *l = RS_LOAD(u->left);
-	if (RS_LOAD(u->cnt) ||
-	    (l && __atomic_load_n(&l->off, __ATOMIC_RELAXED) < __atomic_load_n(&l->end, __ATOMIC_RELAXED)))
+	if (RS_LOAD(u->cnt) || left_records(u))
 		ev |= EPOLLIN;
-	if (RS_LOAD(u->rx_err) || (RS_LOAD(u->left) && __atomic_load_n(&u->left->err, __ATOMIC_RELAXED)))
+	if (RS_LOAD(u->rx_err) || left_error(u))
 		ev |= EPOLLERR;
 	return ev;
 }
@@ -642,11 +768,13 @@ static struct rs_esock *arm(struct rs_sock *s, int fd)
 	return &u->e;
 }
 
-/* Armed when an epoll set watches it: that thread reads it. */
+/* Armed at its first read, not when an epoll set watches it: the thread
+ * that registers it need not be the one that reads it (a thread that
+ * then waits elsewhere could not run its receive). */
 static int arm_when_watched(struct rs_sock *s)
 {
 	(void)s;
-	return 1;
+	return 0;
 }
 
 /* Owner side: nothing of u is left on the ring; hand it to pass-through
@@ -712,7 +840,7 @@ static void drop_all(struct rs_udp *u)
 
 static int recv_gone(void *arg)
 {
-	return !udp_of(arg)->e.recv_armed;
+	return !((struct rs_esock *)arg)->recv_armed;
 }
 
 static int close_sock(struct rs_sock *s, int fd)
@@ -720,6 +848,23 @@ static int close_sock(struct rs_sock *s, int fd)
 	struct rs_esock *e = rs_esock_enter(s, fd, 0);
 	if (!e)
 		return 0;
+	/* Served by another thread's ring, whose receive holds the file (and
+	 * so the port) until that thread cancels it: entering handed the
+	 * socket over and woke it.  If it sleeps in its ring, it does so at
+	 * once; wait for that (up to a second), so the port is free when
+	 * close returns, as without us.  (A thread blocked elsewhere cancels
+	 * when it next runs.) */
+	for (int i = 0; i < 20000 && atomic_load(&s->nfds) == 1; i++) {
+		struct rs_ring *o = e->owner;
+		if (!o || o == rs_ring_tls || !e->recv_armed || !RS_LOAD(o->sleeping))
+			break;
+		rs_esock_unlock(e);
+		struct timespec ts = { 0, 50000 };
+		nanosleep(&ts, NULL);
+		e = rs_esock_enter(s, fd, 0);
+		if (!e)
+			return 0;
+	}
 	struct rs_udp *u = udp_of(e);
 	if (atomic_load(&s->nfds) > 1) {
 		/* another descriptor keeps it open */
@@ -815,23 +960,16 @@ static void fork_prepare(struct rs_esock *e)
 	size_t need = 0;
 	for (struct rs_dgram *d = u->head; d; d = d->next)
 		need += (sizeof(struct rs_uleft_rec) + d->len + 7) & ~(size_t)7;
-	uint32_t had = 0;
-	if (u->left) { /* (an earlier fork's, not read yet) */
-		had = u->left->end - u->left->off;
-		need += had;
-	}
 	size_t map = sizeof(struct rs_uleft) + need;
-	struct rs_uleft *l = mmap(NULL, map, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-	if (l == MAP_FAILED)
-		return; /* (both processes then read the copies: warned) */
-	uint32_t off = 0;
-	if (u->left) {
-		memcpy(l->data, u->left->data + u->left->off, had);
-		off = had;
-		if (!err)
-			err = u->left->err;
-		munmap(u->left, u->left_map);
+	struct rs_uleft_ref *x = malloc(sizeof(*x));
+	struct rs_uleft *l = x ? mmap(NULL, map, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0) : MAP_FAILED;
+	if (l == MAP_FAILED) {
+		free(x);
+		rs_warn("udp fd %d: no memory to share %u datagrams held at a fork: both processes may read them",
+			e->fd, u->cnt);
+		return;
 	}
+	uint32_t off = 0;
 	for (struct rs_dgram *d = u->head; d; d = d->next) {
 		struct rs_uleft_rec *h = (struct rs_uleft_rec *)(l->data + off);
 		h->len = d->len;
@@ -845,8 +983,11 @@ static void fork_prepare(struct rs_esock *e)
 	l->err = err;
 	drop_all(u);
 	RS_STORE(u->rx_err, 0);
-	RS_STORE(u->left, l);
-	u->left_map = map;
+	*x = (struct rs_uleft_ref){ l, map, NULL };
+	struct rs_uleft_ref **tail = &u->left;
+	while (*tail)
+		tail = &(*tail)->next;
+	__atomic_store_n(tail, x, __ATOMIC_RELEASE);
 }
 
 /* In the child: the ring is gone; what was held is in the shared memory. */
@@ -873,8 +1014,12 @@ static void destroy(struct rs_esock *e)
 {
 	struct rs_udp *u = udp_of(e);
 	drop_all(u);
-	if (u->left)
-		munmap(u->left, u->left_map);
+	while (u->left) {
+		struct rs_uleft_ref *x = u->left;
+		u->left = x->next;
+		munmap(x->l, x->map);
+		free(x);
+	}
 }
 
 /* Sends are the kernel's: nothing is ever queued. */
@@ -900,6 +1045,7 @@ static void sync_none(struct rs_esock *e)
 
 const struct rs_kind_ops rs_udp_ops = {
 	.name = "udp",
+	.rx_group = RS_BGID_UDP,
 	.arm = arm,
 	.arm_when_watched = arm_when_watched,
 	.complete = complete,

@@ -1,0 +1,131 @@
+/* udp_flood.c - a UDP receiver and a sender for the datagram benchmarks.
+ *
+ *   rs-udp-sink PORT recvfrom|recvmmsg [ADDR]
+ *       binds ADDR:PORT (127.0.0.1 by default) and receives with one
+ *       recvfrom per datagram, or recvmmsg 64 at a time (MSG_WAITFORONE),
+ *       blocking; from the first datagram on, it stops after 500 ms with
+ *       none and prints "received N".
+ *   rs-udp-blast ADDR PORT SIZE SECS
+ *       sends SIZE-byte datagrams to ADDR:PORT for SECS seconds, 32 per
+ *       sendmmsg, as fast as the kernel takes them, and prints "sent N".
+ *
+ * The sink is the program under test (kernel path or ringsock); the
+ * sender runs on the kernel path.  bench/run divides what arrived by the
+ * sender's time and compares what was lost. */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <time.h>
+#include <unistd.h>
+
+static double now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static int sink(int argc, char **argv)
+{
+	if (argc < 3)
+		return 2;
+	int mmsg = !strcmp(argv[2], "recvmmsg");
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((unsigned short)atoi(argv[1])) };
+	inet_pton(AF_INET, argc > 3 ? argv[3] : "127.0.0.1", &a.sin_addr);
+	int s = socket(AF_INET, SOCK_DGRAM, 0);
+	if (s < 0 || bind(s, (struct sockaddr *)&a, sizeof(a)) < 0) {
+		perror("sink");
+		return 1;
+	}
+	unsigned long long got = 0;
+	enum { N = 64 };
+	static char bufs[N][2048];
+	struct mmsghdr v[N];
+	struct iovec iov[N];
+	for (int i = 0; i < N; i++) {
+		iov[i] = (struct iovec){ bufs[i], sizeof(bufs[i]) };
+		memset(&v[i], 0, sizeof(v[i]));
+		v[i].msg_hdr.msg_iov = &iov[i];
+		v[i].msg_hdr.msg_iovlen = 1;
+	}
+	for (;;) {
+		long r;
+		if (mmsg) {
+			r = recvmmsg(s, v, N, MSG_WAITFORONE, NULL);
+		} else {
+			struct sockaddr_in from;
+			socklen_t fl = sizeof(from);
+			r = recvfrom(s, bufs[0], sizeof(bufs[0]), 0, (struct sockaddr *)&from, &fl) >= 0 ? 1 : -1;
+		}
+		if (r < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno == EAGAIN && got)
+				break; /* 500 ms with nothing: the sender is done */
+			if (errno == EAGAIN)
+				continue;
+			perror("receive");
+			return 1;
+		}
+		if (!got) { /* from the first datagram on, the end is a pause */
+			struct timeval tv = { 0, 500000 };
+			setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+		}
+		got += (unsigned long long)r;
+	}
+	printf("received %llu\n", got);
+	return 0;
+}
+
+static int blast(int argc, char **argv)
+{
+	if (argc < 5)
+		return 2;
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((unsigned short)atoi(argv[2])) };
+	inet_pton(AF_INET, argv[1], &a.sin_addr);
+	size_t size = (size_t)atol(argv[3]);
+	double secs = atof(argv[4]);
+	int s = socket(AF_INET, SOCK_DGRAM, 0);
+	if (s < 0 || connect(s, (struct sockaddr *)&a, sizeof(a)) < 0 || size > 65507) {
+		perror("blast");
+		return 1;
+	}
+	enum { N = 32 };
+	char *buf = calloc(1, size ? size : 1);
+	struct mmsghdr v[N];
+	struct iovec iov = { buf, size };
+	for (int i = 0; i < N; i++) {
+		memset(&v[i], 0, sizeof(v[i]));
+		v[i].msg_hdr.msg_iov = &iov;
+		v[i].msg_hdr.msg_iovlen = 1;
+	}
+	unsigned long long sent = 0;
+	double end = now() + secs;
+	while (now() < end) {
+		int r = sendmmsg(s, v, N, 0);
+		if (r < 0) {
+			if (errno == EINTR || errno == ENOBUFS || errno == EAGAIN || errno == ECONNREFUSED)
+				continue;
+			perror("sendmmsg");
+			return 1;
+		}
+		sent += (unsigned long long)r;
+	}
+	printf("sent %llu\n", sent);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	const char *me = strrchr(argv[0], '/');
+	me = me ? me + 1 : argv[0];
+	if (!strcmp(me, "rs-udp-blast"))
+		return blast(argc, argv);
+	return sink(argc, argv);
+}

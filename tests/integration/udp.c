@@ -1,0 +1,214 @@
+/* udp: what the UDP engine must keep whatever the timing (udp.sh runs
+ * each case plain and under the library).
+ *
+ *   burst RCVBUF ROUNDS PER SIZE
+ *       A socket with SO_RCVBUF=RCVBUF, armed, that nobody reads: ROUNDS
+ *       times a child process sends it PER datagrams of SIZE bytes (few
+ *       enough for the kernel's queue), then the program reads another
+ *       socket (under the library the engine's receive pulls them in).  Then
+ *       every datagram it can read is counted: "received K".  The kernel
+ *       keeps what its queue holds; the engine may add at most its bound
+ *       (SO_RCVBUF as the kernel reports it, counted in memory) on top,
+ *       never all ROUNDS x PER.
+ *   seq SENDERS RECEIVERS N
+ *       SENDERS threads each send N numbered datagrams to one socket with
+ *       a large SO_RCVBUF (SO_RCVBUFFORCE), read by RECEIVERS threads
+ *       until all have arrived.  Prints "complete" when every datagram
+ *       arrived exactly once and, within each receiver, each sender's
+ *       numbers increase; else what went wrong.
+ */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static void die(const char *m)
+{
+	perror(m);
+	exit(2);
+}
+
+static int bound_sock(struct sockaddr_in *a)
+{
+	int s = socket(AF_INET, SOCK_DGRAM, 0);
+	struct sockaddr_in any = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t l = sizeof(*a);
+	if (s < 0 || bind(s, (struct sockaddr *)&any, sizeof(any)) || getsockname(s, (struct sockaddr *)a, &l))
+		die("udp socket");
+	return s;
+}
+
+static int burst(int rcvbuf, int rounds, int per, int size)
+{
+	int cmd[2], ack[2];
+	if (pipe(cmd) || pipe(ack))
+		die("pipe");
+	/* The sender first (the socket under test must not be open in two
+	 * processes: that one the engine leaves to the kernel). */
+	pid_t kid = fork();
+	if (kid < 0)
+		die("fork");
+	if (kid == 0) {
+		struct sockaddr_in to;
+		close(cmd[1]);
+		close(ack[0]);
+		if (read(cmd[0], &to, sizeof(to)) != sizeof(to))
+			_exit(1);
+		int s = socket(AF_INET, SOCK_DGRAM, 0);
+		char *m = calloc(1, (size_t)size), c;
+		while (read(cmd[0], &c, 1) == 1) {
+			for (int i = 0; i < per; i++)
+				sendto(s, m, (size_t)size, 0, (struct sockaddr *)&to, sizeof(to));
+			if (write(ack[1], "a", 1) != 1)
+				_exit(1);
+		}
+		_exit(0);
+	}
+	struct sockaddr_in ta, pa;
+	int t = bound_sock(&ta), poke = bound_sock(&pa);
+	if (setsockopt(t, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf)))
+		die("SO_RCVBUF");
+	static char buf[65536];
+	/* armed: a first read (nothing there yet) */
+	if (recv(t, buf, sizeof(buf), MSG_DONTWAIT) != -1 || errno != EAGAIN ||
+	    recv(poke, buf, sizeof(buf), MSG_DONTWAIT) != -1 || errno != EAGAIN)
+		die("first read");
+	if (write(cmd[1], &ta, sizeof(ta)) != sizeof(ta))
+		die("address");
+	for (int r = 0; r < rounds; r++) {
+		char c;
+		/* PER datagrams reach the socket's queue (within the kernel's
+		 * bound), then a read of another socket that finds nothing:
+		 * under the library the engine's receive pulls them in. */
+		if (write(cmd[1], "g", 1) != 1 || read(ack[0], &c, 1) != 1)
+			die("round");
+		recv(poke, buf, sizeof(buf), MSG_DONTWAIT);
+	}
+	close(cmd[1]);
+	int st;
+	waitpid(kid, &st, 0);
+	long k = 0;
+	while (recv(t, buf, sizeof(buf), MSG_DONTWAIT) >= 0)
+		k++;
+	printf("received %ld\n", k);
+	return 0;
+}
+
+struct seq_ctx {
+	int sock;
+	struct sockaddr_in to;
+	int senders, n, id;
+	long total;             /* all datagrams, for the receivers */
+	long *got;              /* [sender * n + seq]: times received */
+	pthread_mutex_t *mu;
+	long *count;
+	int bad;
+};
+
+static void *sender(void *arg)
+{
+	struct seq_ctx *c = arg;
+	int s = socket(AF_INET, SOCK_DGRAM, 0);
+	for (int i = 0; i < c->n; i++) {
+		int m[2] = { c->id, i };
+		while (sendto(s, m, sizeof(m), 0, (struct sockaddr *)&c->to, sizeof(c->to)) < 0 && errno == ENOBUFS)
+			;
+		if (i % 64 == 63)
+			usleep(100); /* (paced: the point is order and loss, not rate) */
+	}
+	close(s);
+	return NULL;
+}
+
+static void *receiver(void *arg)
+{
+	struct seq_ctx *c = arg;
+	int *last = calloc((size_t)c->senders, sizeof(int));
+	for (int i = 0; i < c->senders; i++)
+		last[i] = -1;
+	for (;;) {
+		pthread_mutex_lock(c->mu);
+		int all = *c->count >= c->total;
+		pthread_mutex_unlock(c->mu);
+		if (all)
+			break;
+		int m[2];
+		ssize_t r = recv(c->sock, m, sizeof(m), 0);
+		if (r < 0 && errno == EAGAIN)
+			break; /* (SO_RCVTIMEO: nothing for two seconds) */
+		if (r != sizeof(m) || m[0] < 0 || m[0] >= c->senders || m[1] < 0 || m[1] >= c->n) {
+			c->bad++;
+			continue;
+		}
+		if (m[1] <= last[m[0]])
+			c->bad++; /* out of order within this receiver */
+		last[m[0]] = m[1];
+		pthread_mutex_lock(c->mu);
+		c->got[(long)m[0] * c->n + m[1]]++;
+		(*c->count)++;
+		pthread_mutex_unlock(c->mu);
+	}
+	free(last);
+	return NULL;
+}
+
+static int seq(int senders, int receivers, int n)
+{
+	struct sockaddr_in a;
+	int s = bound_sock(&a);
+	int big = 32 << 20;
+	if (setsockopt(s, SOL_SOCKET, SO_RCVBUFFORCE, &big, sizeof(big)))
+		setsockopt(s, SOL_SOCKET, SO_RCVBUF, &big, sizeof(big));
+	struct timeval tv = { 2, 0 };
+	setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+	long count = 0;
+	long *got = calloc((size_t)senders * (size_t)n, sizeof(long));
+	struct seq_ctx *rc = calloc((size_t)receivers, sizeof(*rc));
+	struct seq_ctx *sc = calloc((size_t)senders, sizeof(*sc));
+	pthread_t *rt = calloc((size_t)receivers, sizeof(pthread_t)), *st = calloc((size_t)senders, sizeof(pthread_t));
+	for (int i = 0; i < receivers; i++) {
+		rc[i] = (struct seq_ctx){ .sock = s, .senders = senders, .n = n, .total = (long)senders * n, .got = got,
+					  .mu = &mu, .count = &count };
+		pthread_create(&rt[i], NULL, receiver, &rc[i]);
+	}
+	for (int i = 0; i < senders; i++) {
+		sc[i] = (struct seq_ctx){ .to = a, .n = n, .id = i };
+		pthread_create(&st[i], NULL, sender, &sc[i]);
+	}
+	for (int i = 0; i < senders; i++)
+		pthread_join(st[i], NULL);
+	for (int i = 0; i < receivers; i++)
+		pthread_join(rt[i], NULL);
+	long missing = 0, dup = 0, bad = 0;
+	for (long i = 0; i < (long)senders * n; i++) {
+		missing += got[i] == 0;
+		dup += got[i] > 1;
+	}
+	for (int i = 0; i < receivers; i++)
+		bad += rc[i].bad;
+	if (!missing && !dup && !bad)
+		printf("complete\n");
+	else
+		printf("missing %ld duplicated %ld out of order or malformed %ld\n", missing, dup, bad);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc == 6 && !strcmp(argv[1], "burst"))
+		return burst(atoi(argv[2]), atoi(argv[3]), atoi(argv[4]), atoi(argv[5]));
+	if (argc == 5 && !strcmp(argv[1], "seq"))
+		return seq(atoi(argv[2]), atoi(argv[3]), atoi(argv[4]));
+	fprintf(stderr, "usage: udp burst RCVBUF ROUNDS PER SIZE | seq SENDERS RECEIVERS N\n");
+	return 2;
+}

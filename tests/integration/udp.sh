@@ -1,0 +1,64 @@
+# UDP on the engine (udp.c helper, and a real UDP server):
+#  - a socket nobody reads, fed in rounds: the kernel keeps what its queue
+#    holds, the engine at most its bound (the socket's SO_RCVBUF, counted
+#    in memory) on top, and what its receive took beyond it is dropped and
+#    counted (udp_drops), deterministically;
+#  - numbered datagrams from four sender threads to one socket read by one
+#    thread (the engine's) and by two (a hand-over to the kernel midway):
+#    every datagram exactly once, each sender's in order per reader;
+#  - dnsmasq answering dnsperf's queries under the launcher: no query lost,
+#    the UDP socket served by the engine (passthrough udp=0).
+. "$(dirname "$0")/lib.sh"
+
+# ---- the bound ----
+plain=$("$RS_UDP" burst 32768 100 20 1000 | sed -n 's/^received //p')
+lib=$(RINGSOCK_STATS="$TMP/burst.st" LD_PRELOAD="$RS_LIB" "$RS_UDP" burst 32768 100 20 1000 | sed -n 's/^received //p')
+# SO_RCVBUF 32768 is 65536 as the kernel reports it: at most 61 datagrams
+# of 1000 bytes (each costs 1000 + 64 in the engine's memory).
+bound=$((65536 / 1064))
+echo "burst: kernel path kept $plain, under the library $lib (engine bound $bound)"
+check "burst: the kernel path dropped most of 2000" test "${plain:-2000}" -lt 2000
+check "burst: the library kept at most its bound more than the kernel's queue" \
+	test "${lib:-9999}" -le $((plain + bound)) -a "${lib:-0}" -ge "${plain:-1}"
+check "burst: the engine served the socket" test "$(stat_sum "$TMP/burst.st" accelerated)" -ge 1
+check "burst: datagrams beyond the bound were dropped and counted" test "$(stat_sum "$TMP/burst.st" udp_drops)" -ge 1
+lib2=$(LD_PRELOAD="$RS_LIB" "$RS_UDP" burst 32768 100 20 1000 | sed -n 's/^received //p')
+check "burst: the same count run after run ($lib, $lib2)" test "$lib" = "$lib2"
+
+# ---- order and loss ----
+for readers in 1 2; do
+	out=$("$RS_UDP" seq 4 $readers 5000)
+	check "seq, $readers reader(s), kernel path: $out" test "$out" = complete
+	out=$(RINGSOCK_STATS="$TMP/seq$readers.st" LD_PRELOAD="$RS_LIB" "$RS_UDP" seq 4 $readers 5000)
+	check "seq, $readers reader(s), under the library: $out" test "$out" = complete
+	check "seq, $readers reader(s): the engine served the socket" \
+		test "$(stat_sum "$TMP/seq$readers.st" accelerated)" -ge 1
+	check "seq, $readers reader(s): no UDP socket passed through as udp" \
+		test "$(stat_sum "$TMP/seq$readers.st" udp)" = 0
+done
+check "seq, 2 readers: the second reader handed the socket to the kernel" \
+	test "$(stat_sum "$TMP/seq2.st" detached)" -ge 1
+
+# ---- a real UDP server ----
+if command -v dnsmasq >/dev/null && command -v dnsperf >/dev/null; then
+	port=$(free_port)
+	for i in $(seq 0 63); do echo "host$i.test.invalid A"; done >"$TMP/queries"
+	RINGSOCK_STATS="$TMP/dnsmasq.st" "$RS_CLI" -- dnsmasq -k --conf-file=/dev/null --no-resolv --no-hosts \
+		--port "$port" --listen-address 127.0.0.1 --bind-interfaces --address=/test.invalid/198.18.0.9 \
+		-u root --cache-size=0 --log-facility=/dev/null --pid-file="$TMP/dnsmasq.pid" &
+	dm=$!
+	for _ in $(seq 100); do ss -Hlun "sport = :$port" | grep -q . && break; sleep 0.05; done
+	out=$(dnsperf -s 127.0.0.1 -p "$port" -d "$TMP/queries" -n 200 -c 4 -q 50 2>&1)
+	kill -TERM $dm
+	wait $dm
+	done_q=$(echo "$out" | sed -n 's/.*Queries completed: *\([0-9]*\).*/\1/p')
+	lost=$(echo "$out" | sed -n 's/.*Queries lost: *\([0-9]*\).*/\1/p')
+	echo "dnsmasq: $done_q queries answered, $lost lost"
+	check "dnsmasq under ringsock: every query answered" test "${done_q:-0}" = 12800 -a "${lost:-1}" = 0
+	check "dnsmasq: its UDP socket was served by the engine" test "$(stat_sum "$TMP/dnsmasq.st" accelerated)" -ge 1
+	check "dnsmasq: no UDP socket passed through as udp" test "$(stat_sum "$TMP/dnsmasq.st" udp)" = 0
+	check "dnsmasq: reads answered without system calls" test "$(stat_sum "$TMP/dnsmasq.st" calls_nosys)" -ge 12800
+else
+	bad "dnsmasq and dnsperf are not installed (apt-get install dnsmasq-base dnsperf)"
+fi
+finish
