@@ -624,7 +624,15 @@ uint32_t rs_sockbuf_bytes(int v);
  * armed it first, or the engine refuses sockets now; r is unlocked, the
  * reference dropped, and the caller frees e). */
 void rs_esock_init(struct rs_esock *e, const struct rs_kind_ops *ops, struct rs_sock *s, int fd);
+/* calloc(size) (a kind's struct, the core's part first) initialised so,
+ * for this thread's ring (*rp); NULL without a ring (passed through:
+ * no_io_uring) or memory. */
+void *rs_esock_new(struct rs_sock *s, int fd, const struct rs_kind_ops *ops, size_t size, struct rs_ring **rp);
 int rs_esock_install(struct rs_ring *r, struct rs_esock *e);
+void rs_esock_uninit(struct rs_esock *e); /* undo rs_esock_init (not installed) */
+/* A blocking socket under RINGSOCK_BLOCKING=kernel: left to the kernel
+ * for now (counted once; it may become nonblocking), 1. */
+int rs_sock_blocking_kernel(struct rs_sock *s);
 /* A new engine socket (arm, e locked): on the list fork walks. */
 void rs_esock_register(struct rs_esock *e);
 /* Off that list, the kind's memory (destroy) and the record's reference

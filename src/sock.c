@@ -125,6 +125,21 @@ uint32_t rs_sockbuf_bytes(int v)
 
 /* ---- arming -------------------------------------------------------------------- */
 
+void *rs_esock_new(struct rs_sock *s, int fd, const struct rs_kind_ops *ops, size_t size, struct rs_ring **rp)
+{
+	struct rs_ring *r = *rp = rs_ring_get();
+	if (!r) {
+		/* io_uring refused for this thread (kernel.io_uring_disabled,
+		 * seccomp, limits): the kernel serves the socket, and says why */
+		rs_sock_passthrough(s, RINGSOCK_PT_NO_IO_URING);
+		return NULL;
+	}
+	struct rs_esock *e = calloc(1, size);
+	if (e)
+		rs_esock_init(e, ops, s, fd);
+	return e;
+}
+
 void rs_esock_init(struct rs_esock *e, const struct rs_kind_ops *ops, struct rs_sock *s, int fd)
 {
 	pthread_mutex_init(&e->mu, NULL);
@@ -133,6 +148,23 @@ void rs_esock_init(struct rs_esock *e, const struct rs_kind_ops *ops, struct rs_
 	e->sock = s;
 	atomic_fetch_add(&s->refs, 1);
 	RS_STORE(e->mode, RS_ES_ARMED);
+}
+
+void rs_esock_uninit(struct rs_esock *e)
+{
+	atomic_fetch_sub(&e->sock->refs, 1);
+	pthread_mutex_destroy(&e->mu);
+}
+
+int rs_sock_blocking_kernel(struct rs_sock *s)
+{
+	if (s->nonblock || rs_rt.cfg.v[RS_K_BLOCKING] != RS_BLOCKING_KERNEL)
+		return 0;
+	/* counted once; it may become nonblocking later */
+	rs_sock_count_passthrough(s, RINGSOCK_PT_BLOCKING);
+	s->pt_counted = 0;
+	s->pt_counted_blocking = 1;
+	return 1;
 }
 
 int rs_esock_install(struct rs_ring *r, struct rs_esock *e)
@@ -150,8 +182,7 @@ int rs_esock_install(struct rs_ring *r, struct rs_esock *e)
 		if (refuse)
 			rs_sock_passthrough(s, refuse);
 		rs_ring_unlock(r);
-		atomic_fetch_sub(&s->refs, 1);
-		pthread_mutex_destroy(&e->mu);
+		rs_esock_uninit(e);
 		return -1;
 	}
 	rs_ring_own(r, e);

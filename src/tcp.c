@@ -66,26 +66,14 @@ static struct rs_esock *arm(struct rs_sock *s, int fd)
 		rs_sock_passthrough(s, RINGSOCK_PT_LISTENER);
 		return NULL;
 	}
-	if (!s->nonblock && rs_rt.cfg.v[RS_K_BLOCKING] == RS_BLOCKING_KERNEL) {
-		/* RINGSOCK_BLOCKING=kernel; it may become nonblocking later */
-		rs_sock_count_passthrough(s, RINGSOCK_PT_BLOCKING);
-		s->pt_counted = 0;
-		s->pt_counted_blocking = 1;
+	if (rs_sock_blocking_kernel(s))
 		return NULL;
-	}
 	if (atomic_load(&s->nfds) != 1 || !connected(s, fd))
 		return NULL; /* maybe later */
-	struct rs_ring *r = rs_ring_get();
-	if (!r) {
-		/* io_uring refused for this thread (kernel.io_uring_disabled,
-		 * seccomp, limits): the kernel serves the socket, and says why */
-		rs_sock_passthrough(s, RINGSOCK_PT_NO_IO_URING);
-		return NULL;
-	}
-	struct rs_tcp *t = calloc(1, sizeof(*t));
+	struct rs_ring *r;
+	struct rs_tcp *t = rs_esock_new(s, fd, &rs_tcp_ops, sizeof(*t), &r);
 	if (!t)
 		return NULL;
-	rs_esock_init(&t->e, &rs_tcp_ops, s, fd);
 	size_t lim = (size_t)rs_rt.cfg.v[RS_K_RCVBUF_LIMIT];
 	if (!lim)
 		lim = s->rcvbuf ? rs_sockbuf_bytes(s->rcvbuf) : default_rcvbuf();

@@ -723,12 +723,8 @@ static struct rs_esock *arm(struct rs_sock *s, int fd)
 		rs_sock_passthrough(s, RINGSOCK_PT_UDP);
 		return NULL;
 	}
-	if (!s->nonblock && rs_rt.cfg.v[RS_K_BLOCKING] == RS_BLOCKING_KERNEL) {
-		rs_sock_count_passthrough(s, RINGSOCK_PT_BLOCKING);
-		s->pt_counted = 0;
-		s->pt_counted_blocking = 1;
+	if (rs_sock_blocking_kernel(s))
 		return NULL;
-	}
 	if (s->born_gen != __atomic_load_n(&rs_fork_gen, __ATOMIC_RELAXED)) {
 		/* open in another process too: no read-ahead, ever */
 		rs_sock_passthrough(s, RINGSOCK_PT_FORK);
@@ -740,21 +736,15 @@ static struct rs_esock *arm(struct rs_sock *s, int fd)
 	}
 	if (atomic_load(&s->nfds) != 1)
 		return NULL; /* maybe later */
-	struct rs_ring *r = rs_ring_get();
-	if (!r) {
-		rs_sock_passthrough(s, RINGSOCK_PT_NO_IO_URING);
-		return NULL;
-	}
-	struct rs_udp *u = calloc(1, sizeof(*u));
+	struct rs_ring *r;
+	struct rs_udp *u = rs_esock_new(s, fd, &rs_udp_ops, sizeof(*u), &r);
 	if (!u)
 		return NULL;
-	rs_esock_init(&u->e, &rs_udp_ops, s, fd);
 	rs_ring_lock(r);
 	if (rs_ubuf_get(r) < 0) {
 		/* (the ring's datagram buffers could not be registered) */
 		rs_ring_unlock(r);
-		atomic_fetch_sub(&s->refs, 1);
-		pthread_mutex_destroy(&u->e.mu);
+		rs_esock_uninit(&u->e);
 		free(u);
 		rs_sock_passthrough(s, RINGSOCK_PT_NO_IO_URING);
 		return NULL;
