@@ -106,8 +106,14 @@ struct rs_udp {
 	uint8_t recv_cancel;     /* the receive's cancel is submitted */
 	uint8_t rx_stop;         /* closing: never arm it again */
 	uint8_t throttled;       /* at the bound: no receive until read down */
-	uint8_t shared;          /* open in another process too (fork, spawn):
-				  * the kernel's reads for good [hint] */
+	uint8_t kwait;           /* a reader that waits for every datagram: its
+				  * reads are the kernel's for now [hint] */
+	uint8_t waits;           /* blocking reads in a row that had to wait;
+				  * in kwait, nonblocking ones that found data */
+	uint16_t kw_reads;       /* blocking kernel reads since kwait began */
+	uint8_t shared;          /* the kernel's reads for good: open in another
+				  * process too (fork, spawn), or the kernel
+				  * refused the engine's receive [hint] */
 };
 
 static inline struct rs_udp *udp_of(struct rs_esock *e)
@@ -155,7 +161,8 @@ static void cancel_recv(struct rs_ring *r, struct rs_udp *u)
 static void submit_recv(struct rs_ring *r, struct rs_esock *e)
 {
 	struct rs_udp *u = udp_of(e);
-	if (e->recv_armed || u->throttled || u->rx_stop || u->shared || e->closing || e->mode != RS_ES_ARMED)
+	if (e->recv_armed || u->throttled || u->rx_stop || u->shared || u->kwait || e->closing ||
+	    e->mode != RS_ES_ARMED)
 		return;
 	struct io_uring_sqe *sqe = rs_ring_sqe(r);
 	if (!sqe) {
@@ -249,11 +256,23 @@ static int recv_done(struct rs_ring *r, struct rs_udp *u, struct io_uring_cqe *c
 		rs_bufring_grow(r, &r->ubuf); /* (each goes back at once: a full
 					       * batch found none free) */
 	} else if (c->res < 0 && c->res != -ECANCELED) {
-		/* The socket's error (an ICMP error on a connected socket): the
-		 * next call reports it; a newer one replaces it, as in the
-		 * kernel. */
-		RS_STORE(u->rx_err, -c->res);
-		edge = 1;
+		switch (-c->res) {
+		case ECONNREFUSED: case EHOSTUNREACH: case ENETUNREACH: case EHOSTDOWN: case ENETDOWN:
+		case EMSGSIZE: case EPROTO: case ETIMEDOUT: case ECONNRESET: case EACCES: case EPERM:
+			/* The socket's error (an ICMP error on a connected socket):
+			 * the next call reports it; a newer one replaces it, as in
+			 * the kernel. */
+			RS_STORE(u->rx_err, -c->res);
+			edge = 1;
+			break;
+		default:
+			/* Not the socket's (the kernel refused the receive itself):
+			 * its reads are the kernel's from now on. */
+			rs_warn("udp fd %d: the engine's receive failed (%s): the kernel serves it", u->e.fd,
+				strerror(-c->res));
+			RS_STORE(u->shared, 1);
+			rs_ep_sock_rx_direct(&u->e);
+		}
 	}
 	if (!more)
 		rs_ring_rearm_add(r, &u->e); /* (submit_recv says whether: not
@@ -435,6 +454,82 @@ static void maybe_passive(struct rs_udp *u)
 
 static int recv_gone(void *arg);
 
+/* A reader that waits for every datagram (blocking reads, four in a row
+ * that each had to wait: a ping-pong peer) is woken faster by the
+ * kernel's own recvmsg than by the ring (task work, a completion, a copy):
+ * its reads go to the kernel, which reports its input, until its reads say
+ * otherwise, counted as for TCP (ringsock(7)): four nonblocking reads in a
+ * row that find a datagram (it became an event loop's), or every 1024
+ * blocking reads (it is given the engine again; four waits send it back).
+ * Counted in direct_on and direct_off; never decided by timing. */
+#define UDP_WAITS_TO_KERNEL 4
+#define UDP_KWAIT_BACK 4
+#define UDP_KWAIT_RETRY 1024
+
+static void kwait_start(struct rs_ring *r, struct rs_udp *u)
+{
+	RS_STORE(u->kwait, 1);
+	u->kw_reads = 0;
+	u->waits = 0;
+	rs_stat_add(RS_C_DIRECT_ON, 1);
+	cancel_recv(r, u);
+	rs_ep_sock_rx_direct(&u->e);
+}
+
+static void kwait_end(struct rs_ring *r, struct rs_udp *u)
+{
+	RS_STORE(u->kwait, 0);
+	u->waits = 0;
+	rs_stat_add(RS_C_DIRECT_OFF, 1);
+	rs_ep_sock_rx_direct(&u->e);
+	rs_ring_rearm_add(r, &u->e);
+}
+
+/* A read through the kernel for a waiting reader (lock held; returns
+ * unlocked): a nonblocking one is made here, a blocking one after the
+ * lock is let go.  RS_PASS when the reader goes back to the engine. */
+static ssize_t kwait_read(struct rs_udp *u, struct rs_ring *r, const struct iovec *iov, int n, int flags,
+			  struct rs_dgram_from *f, int block)
+{
+	struct msghdr m = { .msg_iov = (struct iovec *)iov, .msg_iovlen = (size_t)n };
+	if (f && f->name && f->namelen) {
+		m.msg_name = f->name;
+		m.msg_namelen = *f->namelen;
+	}
+	int fd = u->e.fd;
+	long k;
+	if (!block) {
+		/* (waits counts nonblocking reads with data in a row here) */
+		k = rs_syscall(SYS_recvmsg, fd, &m, flags | MSG_DONTWAIT);
+		if (k < 0)
+			u->waits = 0;
+		else if (++u->waits >= UDP_KWAIT_BACK)
+			kwait_end(r, u);
+	} else {
+		u->waits = 0;
+		if (++u->kw_reads < UDP_KWAIT_RETRY) {
+			rs_esock_unlock(&u->e);
+			rs_sig_clear();
+			k = rs_blocking_syscall(SYS_recvmsg, fd, (long)&m, flags, 0, 0, 0);
+			goto done;
+		}
+		kwait_end(r, u);
+		rs_esock_unlock(&u->e);
+		return RS_PASS;
+	}
+	rs_esock_unlock(&u->e);
+done:
+	if (k >= 0) {
+		rs_stat_add(RS_C_DIRECT, 1);
+		if (f) {
+			if (m.msg_name)
+				*f->namelen = m.msg_namelen;
+			f->flags = m.msg_flags;
+		}
+	}
+	return k;
+}
+
 /* Another thread's ring still has the socket's receive in flight (a
  * hand-over it has not finished): its owner cancels it the next time it
  * runs, before its receive can run again.  1: wait for that (the owner
@@ -457,6 +552,7 @@ ssize_t rs_udp_recv_call(struct rs_sock *s, int fd, const struct iovec *iov, int
 	int block = !s->nonblock && !(flags & MSG_DONTWAIT);
 	int64_t deadline = block ? rs_call_deadline(s, fd, 1) : 0;
 	int entered = 0; /* this call made a system call */
+	int waited = 0;  /* ... and had to wait (counted once) */
 	for (int round = 0;; round++) {
 		struct rs_esock *es = rs_esock_enter_served(s, fd);
 		if (!es)
@@ -464,6 +560,8 @@ ssize_t rs_udp_recv_call(struct rs_sock *s, int fd, const struct iovec *iov, int
 		struct rs_udp *u = udp_of(es);
 		ssize_t r = take_one(u, iov, n, flags, f);
 		if (r != -EAGAIN) {
+			if (r >= 0 && block && !waited && !(flags & MSG_PEEK))
+				u->waits = 0; /* it did not wait for this one */
 			if (!entered)
 				rs_stat_add(RS_C_CALLS_NOSYS, 1);
 			maybe_passive(u);
@@ -488,7 +586,13 @@ ssize_t rs_udp_recv_call(struct rs_sock *s, int fd, const struct iovec *iov, int
 			entered = 1;
 			continue;
 		}
-		if (es->mode != RS_ES_ARMED || u->shared) {
+		if (u->kwait && es->mode == RS_ES_ARMED && !u->shared && !es->recv_armed) {
+			r = kwait_read(u, o, iov, n, flags, f, block); /* (returns unlocked) */
+			if (r != RS_PASS)
+				return r;
+			continue; /* (back to the engine) */
+		}
+		if (es->mode != RS_ES_ARMED || u->shared || u->kwait) {
 			/* Leaving the engine (another thread, a fork): its receive
 			 * ends first, whose last datagrams come before the kernel's. */
 			if (!es->recv_armed) {
@@ -512,6 +616,14 @@ ssize_t rs_udp_recv_call(struct rs_sock *s, int fd, const struct iovec *iov, int
 				rs_stat_add(RS_C_CALLS_NOSYS, 1);
 			rs_esock_unlock(es);
 			return -EAGAIN;
+		}
+		if (!waited && !(flags & MSG_PEEK)) {
+			waited = 1;
+			if (++u->waits >= UDP_WAITS_TO_KERNEL) {
+				kwait_start(o, u);
+				rs_esock_unlock(es);
+				continue;
+			}
 		}
 		int st = rs_block_in_ring(es, deadline, 0); /* (returns unlocked) */
 		if (st)
@@ -712,7 +824,7 @@ static unsigned held_events(struct rs_esock *e)
 
 static int kernel_input(struct rs_esock *e)
 {
-	return RS_LOAD(udp_of(e)->shared);
+	return RS_LOAD(udp_of(e)->shared) || RS_LOAD(udp_of(e)->kwait);
 }
 
 /* ---- arming, completions, detaching ---------------------------------------------- */

@@ -125,9 +125,11 @@ int rs_cli_check(const struct rs_config *cfg, int knobs_only)
 		printf("%-26spassed through to the kernel: RINGSOCK_SETUP=%s (the engine needs "
 		       "DEFER_TASKRUN)\n", "sockets:", cfg->v[RS_K_SETUP] == RS_SETUP_COOP ? "coop" : "plain");
 	else
-		printf("%-26sconnected TCP sockets are served by the io_uring engine%s; "
-		       "UDP and listeners go to the kernel\n", "sockets:",
-		       cfg->v[RS_K_BLOCKING] == RS_BLOCKING_KERNEL ? " (blocking ones go to the kernel: RINGSOCK_BLOCKING=kernel)" : "");
+		printf("%-26sconnected TCP sockets%s are served by the io_uring engine%s; "
+		       "%slisteners go to the kernel\n", "sockets:",
+		       cfg->v[RS_K_UDP] ? " and UDP receives" : "",
+		       cfg->v[RS_K_BLOCKING] == RS_BLOCKING_KERNEL ? " (blocking ones go to the kernel: RINGSOCK_BLOCKING=kernel)" : "",
+		       cfg->v[RS_K_UDP] ? "" : "UDP (RINGSOCK_UDP=0) and ");
 	printf("network links:\n");
 	rs_netinfo_print_links(stdout, "  ");
 	print_knobs(cfg);

@@ -10,6 +10,14 @@
  *       keeps what its queue holds; the engine may add at most its bound
  *       (SO_RCVBUF as the kernel reports it, counted in memory) on top,
  *       never all ROUNDS x PER.
+ *   kwait
+ *       Four blocking reads that each wait (SO_RCVTIMEO ends them), then
+ *       eight blocking reads of datagrams already sent, then four
+ *       nonblocking ones: under the library the socket's reads go to the
+ *       kernel after the fourth wait (direct_on 1), the next twelve reads
+ *       are the kernel's (direct 12), and the fourth nonblocking read with
+ *       a datagram gives it back to the engine (direct_off 1).  Prints
+ *       what the reads returned.
  *   seq SENDERS RECEIVERS N
  *       SENDERS threads each send N numbered datagrams to one socket with
  *       a large SO_RCVBUF (SO_RCVBUFFORCE), read by RECEIVERS threads
@@ -100,6 +108,34 @@ static int burst(int rcvbuf, int rounds, int per, int size)
 	while (recv(t, buf, sizeof(buf), MSG_DONTWAIT) >= 0)
 		k++;
 	printf("received %ld\n", k);
+	return 0;
+}
+
+static int kwait(void)
+{
+	struct sockaddr_in a, b;
+	int s = bound_sock(&a), t = bound_sock(&b);
+	struct timeval tv = { 0, 20000 };
+	if (setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)))
+		die("SO_RCVTIMEO");
+	char buf[64];
+	for (int i = 0; i < 4; i++) {
+		ssize_t r = recv(s, buf, sizeof(buf), 0);
+		printf("wait %d: %zd %s\n", i, r, r < 0 ? strerror(errno) : "");
+	}
+	for (int i = 0; i < 12; i++) {
+		char m[8];
+		int k = snprintf(m, sizeof(m), "d%d", i);
+		sendto(t, m, (size_t)k, 0, (struct sockaddr *)&a, sizeof(a));
+	}
+	for (int i = 0; i < 8; i++) {
+		ssize_t r = recv(s, buf, sizeof(buf), 0);
+		printf("blocking %d: %.*s\n", i, (int)(r > 0 ? r : 0), buf);
+	}
+	for (int i = 0; i < 4; i++) {
+		ssize_t r = recv(s, buf, sizeof(buf), MSG_DONTWAIT);
+		printf("nonblocking %d: %.*s\n", i, (int)(r > 0 ? r : 0), buf);
+	}
 	return 0;
 }
 
@@ -207,8 +243,10 @@ int main(int argc, char **argv)
 {
 	if (argc == 6 && !strcmp(argv[1], "burst"))
 		return burst(atoi(argv[2]), atoi(argv[3]), atoi(argv[4]), atoi(argv[5]));
+	if (argc == 2 && !strcmp(argv[1], "kwait"))
+		return kwait();
 	if (argc == 5 && !strcmp(argv[1], "seq"))
 		return seq(atoi(argv[2]), atoi(argv[3]), atoi(argv[4]));
-	fprintf(stderr, "usage: udp burst RCVBUF ROUNDS PER SIZE | seq SENDERS RECEIVERS N\n");
+	fprintf(stderr, "usage: udp burst RCVBUF ROUNDS PER SIZE | kwait | seq SENDERS RECEIVERS N\n");
 	return 2;
 }

@@ -3,6 +3,9 @@
 #    holds, the engine at most its bound (the socket's SO_RCVBUF, counted
 #    in memory) on top, and what its receive took beyond it is dropped and
 #    counted (udp_drops), deterministically;
+#  - a reader that waits for every datagram reads through the kernel
+#    after four waits in a row and comes back to the engine after four
+#    nonblocking reads with data (counted, never timed);
 #  - numbered datagrams from four sender threads to one socket read by one
 #    thread (the engine's) and by two (a hand-over to the kernel midway):
 #    every datagram exactly once, each sender's in order per reader;
@@ -24,6 +27,16 @@ check "burst: the engine served the socket" test "$(stat_sum "$TMP/burst.st" acc
 check "burst: datagrams beyond the bound were dropped and counted" test "$(stat_sum "$TMP/burst.st" udp_drops)" -ge 1
 lib2=$(LD_PRELOAD="$RS_LIB" "$RS_UDP" burst 32768 100 20 1000 | sed -n 's/^received //p')
 check "burst: the same count run after run ($lib, $lib2)" test "$lib" = "$lib2"
+
+# ---- a reader that waits for every datagram: the kernel's reads ----
+plain=$("$RS_UDP" kwait)
+lib=$(RINGSOCK_STATS="$TMP/kwait.st" LD_PRELOAD="$RS_LIB" "$RS_UDP" kwait)
+check "kwait: the same reads under the library" test "$plain" = "$lib"
+check "kwait: four waits in a row send the reads to the kernel (direct_on 1)" \
+	test "$(stat_sum "$TMP/kwait.st" direct_on)" = 1
+check "kwait: the next twelve reads are the kernel's (direct 12)" test "$(stat_sum "$TMP/kwait.st" direct)" = 12
+check "kwait: four nonblocking reads with data give it back (direct_off 1)" \
+	test "$(stat_sum "$TMP/kwait.st" direct_off)" = 1
 
 # ---- order and loss ----
 for readers in 1 2; do
