@@ -726,7 +726,13 @@ int rs_udp_recvmmsg(struct rs_sock *s, int fd, struct mmsghdr *vec, unsigned vle
 
 int rs_udp_send_pre(struct rs_sock *s, int fd)
 {
-	if (!atomic_load_explicit(&s->eng, memory_order_acquire))
+	struct rs_esock *h = atomic_load_explicit(&s->eng, memory_order_acquire);
+	/* No error held (a hint, read without the lock: an error arriving
+	 * meanwhile may as well have come after this send): nothing to
+	 * report, and the socket stays where it is, whichever thread sends
+	 * (a thread that replies on a socket another reads does not take it
+	 * from the engine). */
+	if (!h || (!RS_LOAD(udp_of(h)->rx_err) && !left_error(udp_of(h))))
 		return 0;
 	struct rs_esock *e = rs_esock_enter(s, fd, 0);
 	if (!e)

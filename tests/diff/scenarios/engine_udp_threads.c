@@ -2,7 +2,8 @@
  * one thread, and flags the engine must serve from what it holds.  Each
  * case once hung or lost a datagram under the library:
  *  - thread A blocks in recv on its socket; thread B sends on the same
- *    socket (it leaves the engine), then a peer sends A a datagram;
+ *    socket (sends are the kernel's: the socket stays A's), then a peer
+ *    sends A a datagram;
  *  - thread A blocks in recvfrom; thread B wakes it with
  *    shutdown(SHUT_RDWR) (ENOTCONN, and the reader returns 0);
  *  - the main thread registers a socket with epoll and a worker runs the
