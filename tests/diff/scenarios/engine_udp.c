@@ -64,6 +64,14 @@ static const char *who(const struct sockaddr_storage *ss, socklen_t l, int *sock
 	return "unknown";
 }
 
+/* Nonblocking, and armed by a first read that finds nothing. */
+static void armed_nb(int s, const char *label)
+{
+	char b[8];
+	set_nonblock(s);
+	R(label, recv(s, b, sizeof(b), 0));
+}
+
 static void readable(int s)
 {
 	if (!(wait_fd(s, POLLIN, 2000) & POLLIN))
@@ -108,8 +116,7 @@ int main(void)
 	int a = udp_sock(AF_INET), b = udp_sock(AF_INET);
 	int socks[2] = { a, b };
 	const char *names[2] = { "a", "b" };
-	set_nonblock(a);
-	R("recv before anything (arms it)", recv(a, buf, sizeof(buf), 0));
+	armed_nb(a, "recv before anything (arms it)");
 	to(b, a, "first datagram", 14);
 	to(b, a, "", 0);
 	to(b, a, "third", 5);
@@ -235,8 +242,7 @@ int main(void)
 	socklen_t gl = addr_of(gone, &gs);
 	close(gone);
 	R("connect to a closed port", connect(d, (struct sockaddr *)&gs, gl));
-	set_nonblock(d);
-	R("recv (arms it)", recv(d, buf, sizeof(buf), 0));
+	armed_nb(d, "recv (arms it)");
 	R("send", send(d, "x", 1, 0));
 	p = (struct pollfd){ d, POLLIN | POLLOUT, 0 };
 	R("poll: the error", poll(&p, 1, 2000));
@@ -261,8 +267,7 @@ int main(void)
 	int x = udp_sock(AF_INET), y = udp_sock(AF_INET), e = udp_sock(AF_INET);
 	int socks3[2] = { x, y };
 	const char *names3[2] = { "x", "y" };
-	set_nonblock(e);
-	R("recv (arms it)", recv(e, buf, sizeof(buf), 0));
+	armed_nb(e, "recv (arms it)");
 	to(y, e, "from y before", 13);
 	to(x, e, "from x before", 13);
 	readable(e);
@@ -285,8 +290,7 @@ int main(void)
 	int s6 = udp_sock(AF_INET6), t6 = udp_sock(AF_INET6);
 	int socks6[2] = { s6, t6 };
 	const char *names6[2] = { "s6", "t6" };
-	set_nonblock(s6);
-	R("recv6 (arms it)", recv(s6, buf, sizeof(buf), 0));
+	armed_nb(s6, "recv6 (arms it)");
 	to(t6, s6, "six", 3);
 	readable(s6);
 	fl = sizeof(from);
@@ -319,8 +323,7 @@ int main(void)
 
 	/* ---- another thread reads what this one's ring holds ---- */
 	int g = udp_sock(AF_INET);
-	set_nonblock(g);
-	R("recv (arms it)", recv(g, buf, sizeof(buf), 0));
+	armed_nb(g, "recv (arms it)");
 	to(b, g, "t1", 2);
 	to(b, g, "t2", 2);
 	readable(g);

@@ -8,14 +8,23 @@
  *    shutdown(SHUT_RDWR) (ENOTCONN, and the reader returns 0);
  *  - the main thread registers a socket with epoll and a worker runs the
  *    loop (the registering thread never reads it);
- *  - recvmsg with MSG_CMSG_CLOEXEC while the engine holds the datagram.
+ *  - recvmsg with MSG_CMSG_CLOEXEC while the engine holds the datagram;
+ *  - posix_spawn while the engine holds datagrams (the child shares the
+ *    parent's memory until exec: nothing of the engine's may change), then
+ *    reads: each datagram once, then the kernel's;
+ *  - the program sets up an io_uring of its own (syscall(2)): every socket
+ *    leaves the engine, what it holds read first.
  * The sleeps only make the interesting order likely: what each call
  * returns does not depend on them.
  *
  * ENGINE_MIN_ACCELERATED=3 */
 #include "../scn.h"
 #include <pthread.h>
+#include <spawn.h>
 #include <sys/epoll.h>
+#include <sys/syscall.h>
+
+extern char **environ;
 
 static int fd, tx, ep;
 static struct sockaddr_in a, p;
@@ -64,6 +73,20 @@ static void *epoll_worker(void *x)
 	}
 	say("worker: woken 1000 times without a datagram");
 	return NULL;
+}
+
+/* s holds one datagram the engine took before: read it, then one sent
+ * now (the kernel's), then nothing. */
+static void held_then_kernel(int s, const char *next)
+{
+	char buf[64];
+	long n = R("recv (held)", recv(s, buf, sizeof(buf), MSG_DONTWAIT));
+	show("got", buf, n);
+	sendto(tx, next, strlen(next), 0, (struct sockaddr *)&a, sizeof(a));
+	wait_fd(s, POLLIN, 2000);
+	n = R("recv (the kernel's)", recv(s, buf, sizeof(buf), MSG_DONTWAIT));
+	show("got", buf, n);
+	R("recv nothing", recv(s, buf, sizeof(buf), MSG_DONTWAIT));
 }
 
 int main(void)
@@ -121,5 +144,33 @@ int main(void)
 	wait_fd(fd, POLLIN, 2000);
 	n = R("recvmsg MSG_CMSG_CLOEXEC", recvmsg(fd, &m, MSG_CMSG_CLOEXEC));
 	show("got", buf, n);
+
+	/* ---- posix_spawn with datagrams held ---- */
+	sendto(tx, "s1", 2, 0, (struct sockaddr *)&a, sizeof(a));
+	sendto(tx, "s2", 2, 0, (struct sockaddr *)&a, sizeof(a));
+	wait_fd(fd, POLLIN, 2000);
+	n = R("recv before the spawn", recv(fd, buf, sizeof(buf), 0));
+	show("got", buf, n);
+	pid_t kid;
+	char *argv[] = { "true", NULL };
+	R("posix_spawn", posix_spawnp(&kid, "true", NULL, NULL, argv, environ) == 0 ? 0 : -1);
+	reap("spawned", kid);
+	held_then_kernel(fd, "s3");
+
+	/* ---- the program's own io_uring ---- */
+	int g = bound(&a, SOCK_DGRAM);
+	R("recv (arms it)", recv(g, buf, sizeof(buf), MSG_DONTWAIT));
+	sendto(tx, "u1", 2, 0, (struct sockaddr *)&a, sizeof(a));
+	sendto(tx, "u2", 2, 0, (struct sockaddr *)&a, sizeof(a));
+	wait_fd(g, POLLIN, 2000);
+	n = R("recv", recv(g, buf, sizeof(buf), 0));
+	show("got", buf, n);
+	char params[120];
+	memset(params, 0, sizeof(params));
+	long ring = syscall(SYS_io_uring_setup, 4, params);
+	say("own io_uring %s", ring >= 0 ? "set up" : "refused");
+	if (ring >= 0)
+		close((int)ring);
+	held_then_kernel(g, "u3");
 	return 0;
 }
