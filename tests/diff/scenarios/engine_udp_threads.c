@@ -49,11 +49,18 @@ static void *sends_on_it(void *x)
 	return NULL;
 }
 
+/* B's result is reported by the main thread after the join: A's reader
+ * wakes as soon as shutdown acts, so B's own line could come before or
+ * after A's. */
+static long shut_ret;
+static int shut_errno;
+
 static void *shuts_it(void *x)
 {
 	(void)x;
 	msleep(20);
-	R("B: shutdown SHUT_RDWR", shutdown(fd, SHUT_RDWR));
+	shut_ret = shutdown(fd, SHUT_RDWR);
+	shut_errno = errno;
 	return NULL;
 }
 
@@ -119,6 +126,7 @@ int main(void)
 		R("A: blocking recvfrom", recvfrom(fd, buf, sizeof(buf), 0, (struct sockaddr *)&from, &fl));
 	}
 	pthread_join(t, NULL);
+	R("B: shutdown SHUT_RDWR", ({ errno = shut_errno; shut_ret; }));
 	close(fd);
 
 	/* ---- epoll registered by one thread, looped by another ---- */
