@@ -198,26 +198,24 @@ static inline ssize_t rs_engine_recv(struct rs_sock *s, int fd, const struct iov
 	return r;
 }
 
-/* The engine's send on s: a stream socket's is queued by the engine; a
- * datagram socket's is the kernel's (RS_PASS) once an error the engine
- * holds has been reported. */
-static inline ssize_t rs_engine_send(struct rs_sock *s, int fd, const struct iovec *iov, int n, int flags)
+/* The engine's send on s (name: a datagram's destination, NULL for
+ * none): queued by the engine, -errno, or RS_PASS (the kernel's). */
+static inline ssize_t rs_engine_send(struct rs_sock *s, int fd, const struct iovec *iov, int n, int flags,
+				     const void *name, socklen_t namelen)
 {
-	if (s->type == SOCK_DGRAM) {
-		int e = rs_udp_send_pre(s, fd);
-		return e ? e : RS_PASS;
-	}
+	if (s->type == SOCK_DGRAM)
+		return rs_udp_send_call(s, fd, iov, n, flags, name, namelen);
 	return rs_tcp_send_call(s, fd, iov, n, flags);
 }
 
-/* After the kernel's send on a datagram socket of the engine: a full
- * buffer makes writability the kernel's (errno as the call left it). */
-static inline void rs_after_send(struct rs_sock *s, int fd, ssize_t r)
+/* After the kernel's send on a datagram socket of the engine (errno as
+ * the call left it): what it proves about the destination, and a full
+ * buffer makes writability the kernel's. */
+static inline void rs_after_send(struct rs_sock *s, int fd, ssize_t r, const void *name, socklen_t namelen)
 {
-	if (r < 0 && s && s->type == SOCK_DGRAM && errno == EAGAIN && rs_engine_on &&
-	    atomic_load_explicit(&s->eng, memory_order_relaxed)) {
+	if (s && s->type == SOCK_DGRAM && rs_engine_on && atomic_load_explicit(&s->eng, memory_order_relaxed)) {
 		int e = errno;
-		rs_udp_send_eagain(s, fd);
+		rs_udp_after_send(s, fd, r, e, name, namelen);
 		errno = e;
 	}
 }

@@ -23,12 +23,12 @@ RS_EXPORT ssize_t write(int fd, const void *buf, size_t n)
 	struct rs_sock *s = rs_enter_fd(fd, RINGSOCK_FAM_RW);
 	if (rs_engine_sock(s)) {
 		struct iovec v = { (void *)buf, n };
-		ssize_t r = rs_engine_send(s, fd, &v, 1, 0);
+		ssize_t r = rs_engine_send(s, fd, &v, 1, 0, NULL, 0);
 		if (r != RS_PASS)
 			return rs_engine_ret(s, RS_C_BYTES_SENT, r);
 	}
 	ssize_t r = REAL(write)(fd, buf, n);
-	rs_after_send(s, fd, r);
+	rs_after_send(s, fd, r, NULL, 0);
 	rs_count_bytes(s, RS_C_BYTES_SENT, r);
 	return r;
 }
@@ -50,12 +50,12 @@ RS_EXPORT ssize_t writev(int fd, const struct iovec *iov, int cnt)
 {
 	struct rs_sock *s = rs_enter_fd(fd, RINGSOCK_FAM_RW);
 	if (rs_engine_sock(s) && cnt > 0 && cnt <= IOV_MAX) {
-		ssize_t r = rs_engine_send(s, fd, iov, cnt, 0);
+		ssize_t r = rs_engine_send(s, fd, iov, cnt, 0, NULL, 0);
 		if (r != RS_PASS)
 			return rs_engine_ret(s, RS_C_BYTES_SENT, r);
 	}
 	ssize_t r = REAL(writev)(fd, iov, cnt);
-	rs_after_send(s, fd, r);
+	rs_after_send(s, fd, r, NULL, 0);
 	rs_count_bytes(s, RS_C_BYTES_SENT, r);
 	return r;
 }

@@ -28,12 +28,12 @@ RS_EXPORT ssize_t send(int fd, const void *buf, size_t n, int flags)
 	struct rs_sock *s = rs_enter_fd(fd, RINGSOCK_FAM_SENDRECV);
 	if (rs_engine_sock(s)) {
 		struct iovec v = { (void *)buf, n };
-		ssize_t r = rs_engine_send(s, fd, &v, 1, flags);
+		ssize_t r = rs_engine_send(s, fd, &v, 1, flags, NULL, 0);
 		if (r != RS_PASS)
 			return rs_engine_ret(s, RS_C_BYTES_SENT, r);
 	}
 	ssize_t r = REAL(send)(fd, buf, n, flags);
-	rs_after_send(s, fd, r);
+	rs_after_send(s, fd, r, NULL, 0);
 	rs_count_bytes(s, RS_C_BYTES_SENT, r);
 	return r;
 }
@@ -55,7 +55,7 @@ RS_EXPORT ssize_t sendto(int fd, const void *buf, size_t n, int flags, RS_CSA ad
 		ssize_t r = RS_PASS;
 		if (s->type == SOCK_DGRAM || RS_SA_PTR(addr) == NULL || stream_addr_ignored(s, len, flags)) {
 			struct iovec v = { (void *)buf, n };
-			r = rs_engine_send(s, fd, &v, 1, flags);
+			r = rs_engine_send(s, fd, &v, 1, flags, RS_SA_PTR(addr), len);
 		} else {
 			rs_sock_before_kernel(s, fd, -1);
 		}
@@ -63,7 +63,7 @@ RS_EXPORT ssize_t sendto(int fd, const void *buf, size_t n, int flags, RS_CSA ad
 			return rs_engine_ret(s, RS_C_BYTES_SENT, r);
 	}
 	ssize_t r = REAL(sendto)(fd, buf, n, flags, addr, len);
-	rs_after_send(s, fd, r);
+	rs_after_send(s, fd, r, RS_SA_PTR(addr), len);
 	rs_count_bytes(s, RS_C_BYTES_SENT, r);
 	return r;
 }
@@ -74,17 +74,22 @@ RS_EXPORT ssize_t sendmsg(int fd, const struct msghdr *msg, int flags)
 	passing_fds(msg);
 	if (rs_engine_sock(s) && msg) {
 		ssize_t r = RS_PASS;
-		if (s->type == SOCK_DGRAM ||
-		    ((!msg->msg_name || stream_addr_ignored(s, msg->msg_namelen, flags)) && !msg->msg_controllen &&
-		     msg->msg_iovlen <= IOV_MAX))
-			r = rs_engine_send(s, fd, msg->msg_iov, (int)msg->msg_iovlen, flags);
+		if (s->type == SOCK_DGRAM)
+			/* (a control message, or more than IOV_MAX: the kernel's) */
+			r = rs_engine_send(s, fd, msg->msg_iov,
+					   msg->msg_controllen || msg->msg_iovlen > IOV_MAX ? -1 : (int)msg->msg_iovlen,
+					   flags, msg->msg_name, msg->msg_namelen);
+		else if ((!msg->msg_name || stream_addr_ignored(s, msg->msg_namelen, flags)) && !msg->msg_controllen &&
+			 msg->msg_iovlen <= IOV_MAX)
+			r = rs_engine_send(s, fd, msg->msg_iov, (int)msg->msg_iovlen, flags, NULL, 0);
 		else
 			rs_sock_before_kernel(s, fd, -1);
 		if (r != RS_PASS)
 			return rs_engine_ret(s, RS_C_BYTES_SENT, r);
 	}
 	ssize_t r = REAL(sendmsg)(fd, msg, flags);
-	rs_after_send(s, fd, r);
+	if (!msg || !msg->msg_controllen || r < 0) /* (a control message's success proves nothing) */
+		rs_after_send(s, fd, r, msg ? msg->msg_name : NULL, msg ? msg->msg_namelen : 0);
 	rs_count_bytes(s, RS_C_BYTES_SENT, r);
 	return r;
 }
@@ -104,14 +109,16 @@ RS_EXPORT int sendmmsg(int fd, struct mmsghdr *vec, unsigned int vlen, RS_MMSG_F
 	for (unsigned i = 0; vec && i < vlen; i++)
 		passing_fds(&vec[i].msg_hdr);
 	if (rs_engine_sock(s) && s->type == SOCK_DGRAM) {
-		int e = rs_udp_send_pre(s, fd);
-		if (e)
+		/* the kernel's (n -1: none queued), after what is queued */
+		ssize_t e = rs_udp_send_call(s, fd, NULL, -1, 0, NULL, 0);
+		if (e != RS_PASS)
 			return (int)rs_ret(e);
 	} else if (rs_engine_sock(s)) {
 		rs_sock_before_kernel(s, fd, -1);
 	}
 	int r = REAL(sendmmsg)(fd, vec, vlen, flags);
-	rs_after_send(s, fd, r);
+	if (r < 0)
+		rs_after_send(s, fd, r, NULL, 0); /* (a full buffer: EAGAIN) */
 	if (s && r > 0)
 		rs_count_bytes(s, RS_C_BYTES_SENT, mmsg_bytes(vec, r));
 	return r;

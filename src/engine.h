@@ -267,6 +267,9 @@ struct rs_ring {
 	struct rs_esock *rearm;  /* sockets whose multishot receive must restart */
 	struct rs_esock *detach; /* sockets other threads detached [as txq] */
 	struct rs_esock *draining; /* sockets with a drain job (drain_next) */
+	struct rs_esock *udp_tx; /* the one datagram socket with datagrams
+				  * queued (udp_send.c: one at a time, so they
+				  * reach the kernel in the program's order) */
 	/* one-shot polls through the ring [lock]: RS_POLL_EP, an epoll set
 	 * (ep.c); RS_POLL_KW, the kernel fds of poll/select sets (kwatch.c) */
 	struct rs_ring_poll poll[RS_POLL_SLOTS];
@@ -693,11 +696,14 @@ ssize_t rs_udp_recv_call(struct rs_sock *s, int fd, const struct iovec *iov, int
 struct mmsghdr;
 struct timespec;
 int rs_udp_recvmmsg(struct rs_sock *s, int fd, struct mmsghdr *vec, unsigned vlen, int flags, struct timespec *tmo);
-/* Before a send (the kernel makes it): an error the engine holds is the
- * send's (-errno), else 0. */
-int rs_udp_send_pre(struct rs_sock *s, int fd);
-/* A send found the kernel's buffer full: writability is the kernel's. */
-void rs_udp_send_eagain(struct rs_sock *s, int fd);
+/* send, sendto, sendmsg, write, writev (udp_send.c): the length (queued),
+ * -errno (an error the engine holds is this send's), or RS_PASS (the
+ * kernel's send; what was queued is out first). */
+ssize_t rs_udp_send_call(struct rs_sock *s, int fd, const struct iovec *iov, int n, int flags, const void *name,
+			 socklen_t namelen);
+/* After the kernel's send (r, and errno as err): what it proves about the
+ * destination; a full buffer makes writability the kernel's. */
+void rs_udp_after_send(struct rs_sock *s, int fd, ssize_t r, int err, const void *name, socklen_t namelen);
 
 /* ---- block.c: blocking calls (every kind) ---------------------------------- */
 /* A private copy of an iovec array that can be advanced past bytes done. */

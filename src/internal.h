@@ -68,6 +68,9 @@ enum {
 	RS_C_DIRECT_OFF,
 	RS_C_BUF_GROWS,        /* layout version 7 */
 	RS_C_UDP_DROPS,        /* layout version 8 */
+	RS_C_UDP_QUEUED,       /* layout version 9 */
+	RS_C_UDP_GSO_SENDS,
+	RS_C_UDP_SEND_ERRORS,
 	RS_C_COUNT
 };
 struct rs_tstats;

@@ -160,7 +160,8 @@ int rs_stats_format(char *buf, size_t len)
 	OUT("ringsock[%d]: engine rings=%llu uring_enters=%llu calls_nosys=%llu sends_submitted=%llu "
 	    "enobufs=%llu throttled=%llu reclaim_batches=%llu reclaim_returns=%llu frag_chunks=%llu "
 	    "detached=%llu direct=%llu drained=%llu cq_backlogs=%llu rx_overflows=%llu direct_on=%llu "
-	    "direct_off=%llu buf_grows=%llu udp_drops=%llu\n", pid,
+	    "direct_off=%llu buf_grows=%llu udp_drops=%llu udp_queued=%llu udp_gso_sends=%llu udp_send_errors=%llu\n",
+	    pid,
 	    (unsigned long long)c[RS_C_RINGS], (unsigned long long)c[RS_C_URING_ENTERS],
 	    (unsigned long long)c[RS_C_CALLS_NOSYS], (unsigned long long)c[RS_C_SENDS_SUBMITTED],
 	    (unsigned long long)c[RS_C_ENOBUFS], (unsigned long long)c[RS_C_THROTTLED],
@@ -169,7 +170,9 @@ int rs_stats_format(char *buf, size_t len)
 	    (unsigned long long)c[RS_C_DIRECT], (unsigned long long)c[RS_C_DRAINED],
 	    (unsigned long long)c[RS_C_CQ_BACKLOGS], (unsigned long long)c[RS_C_RX_OVERFLOWS],
 	    (unsigned long long)c[RS_C_DIRECT_ON], (unsigned long long)c[RS_C_DIRECT_OFF],
-	    (unsigned long long)c[RS_C_BUF_GROWS], (unsigned long long)c[RS_C_UDP_DROPS]);
+	    (unsigned long long)c[RS_C_BUF_GROWS], (unsigned long long)c[RS_C_UDP_DROPS],
+	    (unsigned long long)c[RS_C_UDP_QUEUED], (unsigned long long)c[RS_C_UDP_GSO_SENDS],
+	    (unsigned long long)c[RS_C_UDP_SEND_ERRORS]);
 	OUT("ringsock[%d]: calls.socket", pid);
 	for (int i = 0; i < RINGSOCK_FAM_COUNT; i++)
 		OUT(" %s=%llu", fam_names[i], (unsigned long long)c[RS_C_CALLS_SOCKET + i]);
@@ -281,7 +284,7 @@ __attribute__((visibility("default"))) int ringsock_stats_snapshot(struct ringso
 	size_t n = out->size - hdr;
 	if (n > sizeof(c))
 		n = sizeof(c);
-	out->version = 8;
+	out->version = 9;
 	memcpy((char *)out + hdr, c, n & ~(sizeof(uint64_t) - 1));
 	return 0;
 }

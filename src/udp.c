@@ -24,9 +24,8 @@
  * (the kernel's recvmsg checks the socket's error before its queue), to
  * the next receive, send or SO_ERROR, whichever comes first.
  *
- * Send.  Datagrams go out with the program's own system call (the kernel
- * path); only a kept error is reported first, and EAGAIN hands writability
- * to the kernel (kfull).
+ * Send: udp_send.c (queued by the thread that serves the socket, sent in
+ * batches, UDP_SEGMENT where datagrams allow).
  *
  * What the engine does not emulate leaves the socket with the kernel: any
  * option that adds control messages or changes what a receive returns
@@ -54,72 +53,8 @@
 
 #include "engine.h"
 #include "sys.h"
+#include "udp_int.h"
 
-/* A datagram the engine holds. */
-struct rs_dgram {
-	struct rs_dgram *next;
-	uint32_t len;            /* payload bytes */
-	uint32_t namelen;        /* the source address's length (the kernel's) */
-	struct sockaddr_in6 name; /* (an IPv4 address fits) */
-	char data[];
-};
-/* What a held datagram costs against the bound: its memory. */
-#define DGRAM_COST(len) ((uint32_t)(len) + (uint32_t)sizeof(struct rs_dgram) + 16)
-
-/* Datagrams held at a fork, in memory both processes share: records of
- * struct rs_uleft_rec and payload, 8-byte aligned, read once by whichever
- * process reads first (lock: a spin lock, held for one copy).  A later
- * fork adds a map for what was held since (datagrams the receive took
- * before its cancel): each process knows, in its own memory, the maps it
- * shares (struct rs_uleft_ref, oldest first), so none is ever copied or
- * unmapped while another process may read it. */
-struct rs_uleft_rec {
-	uint32_t len, namelen;
-	struct sockaddr_in6 name;
-};
-struct rs_uleft {
-	atomic_int lock;
-	uint32_t off, end;       /* next record, end of records [lock] */
-	int err;                 /* an error the engine held, for the first
-				  * process that asks */
-	char data[];
-};
-struct rs_uleft_ref {
-	struct rs_uleft *l;
-	size_t map;
-	struct rs_uleft_ref *next; /* [appended under the lock, read without] */
-};
-
-/* A UDP socket on the engine.  Fields guarded like the core's [ring/mu];
- * "hint" fields are also read without the lock. */
-struct rs_udp {
-	struct rs_esock e;       /* first: the core's part */
-	struct rs_dgram *head, *tail; /* held datagrams, oldest first */
-	struct rs_uleft_ref *left; /* after a fork [hint] */
-	struct msghdr rmsg;      /* the multishot recvmsg's template */
-	uint32_t cnt;            /* datagrams held [hint] */
-	uint32_t held;           /* their cost (DGRAM_COST) [hint] */
-	int rx_err;              /* an error the receive took [hint] */
-	uint32_t ops_inflight;   /* CQEs still expected (receive, cancels) */
-	uint32_t limit;          /* rx_limit's value ... */
-	int limit_for;           /* ... for this SO_RCVBUF the program set */
-	uint8_t recv_cancel;     /* the receive's cancel is submitted */
-	uint8_t rx_stop;         /* closing: never arm it again */
-	uint8_t throttled;       /* at the bound: no receive until read down */
-	uint8_t kwait;           /* a reader that waits for every datagram: its
-				  * reads are the kernel's for now [hint] */
-	uint8_t waits;           /* blocking reads in a row that had to wait;
-				  * in kwait, nonblocking ones that found data */
-	uint16_t kw_reads;       /* blocking kernel reads since kwait began */
-	uint8_t shared;          /* the kernel's reads for good: open in another
-				  * process too (fork, spawn), or the kernel
-				  * refused the engine's receive [hint] */
-};
-
-static inline struct rs_udp *udp_of(struct rs_esock *e)
-{
-	return (struct rs_udp *)e;
-}
 
 /* The bound on what the socket holds (see the top): the kernel's own
  * SO_RCVBUF (what it made of the program's value: doubled, capped by
@@ -344,13 +279,6 @@ static int left_records(struct rs_udp *u)
 	return 0;
 }
 
-static int left_error(struct rs_udp *u)
-{
-	for (struct rs_uleft_ref *x = RS_LOAD(u->left); x; x = __atomic_load_n(&x->next, __ATOMIC_ACQUIRE))
-		if (__atomic_load_n(&x->l->err, __ATOMIC_RELAXED))
-			return 1;
-	return 0;
-}
 
 /* The next datagram left at a fork; -EAGAIN when none is. */
 static ssize_t left_take(struct rs_udp *u, const struct iovec *iov, int n, int flags, struct rs_dgram_from *f)
@@ -387,26 +315,11 @@ static int left_next_len(struct rs_udp *u)
 	return -1;
 }
 
-static int left_err(struct rs_udp *u)
-{
-	for (struct rs_uleft_ref *x = u->left; x; x = x->next) {
-		int e = __atomic_exchange_n(&x->l->err, 0, __ATOMIC_RELAXED);
-		if (e)
-			return e;
-	}
-	return 0;
-}
 
-/* The error the engine holds, taken (0: none). */
-static int take_error(struct rs_udp *u)
-{
-	int e = RS_LOAD(u->rx_err) ? __atomic_exchange_n(&u->rx_err, 0, __ATOMIC_RELAXED) : 0;
-	return e ? e : left_err(u);
-}
 
 static ssize_t take_one(struct rs_udp *u, const struct iovec *iov, int n, int flags, struct rs_dgram_from *f)
 {
-	int e = take_error(u);
+	int e = rs_udp_take_error(u);
 	if (e)
 		return -e;
 	if ((u->head || u->left) && !u->e.recv_armed && u->e.fd >= 0 &&
@@ -442,7 +355,7 @@ static ssize_t take_one(struct rs_udp *u, const struct iovec *iov, int n, int fl
 
 static int left_empty(struct rs_udp *u)
 {
-	return !left_records(u) && !left_error(u);
+	return !left_records(u) && !rs_udp_left_error(u);
 }
 
 /* Detached with nothing held: from now on the kernel serves it alone. */
@@ -605,7 +518,9 @@ ssize_t rs_udp_recv_call(struct rs_sock *s, int fd, const struct iovec *iov, int
 			entered = 1;
 			continue;
 		}
-		if (round < 2 && rs_ring_has_input_work(o)) {
+		/* (a read that will not wait also sends what this thread queued:
+		 * a peer of this thread may be what it reads) */
+		if (round < 2 && (block ? rs_ring_has_input_work(o) : rs_ring_has_work(o))) {
 			rs_ring_progress(o); /* completions, and the receive to start */
 			rs_esock_unlock(es);
 			entered = 1;
@@ -722,41 +637,7 @@ int rs_udp_recvmmsg(struct rs_sock *s, int fd, struct mmsghdr *vec, unsigned vle
 	return (int)i;
 }
 
-/* ---- the send side, and the calls the kernel answers ------------------------ */
-
-int rs_udp_send_pre(struct rs_sock *s, int fd)
-{
-	struct rs_esock *h = atomic_load_explicit(&s->eng, memory_order_acquire);
-	/* No error held (a hint, read without the lock: an error arriving
-	 * meanwhile may as well have come after this send): nothing to
-	 * report, and the socket stays where it is, whichever thread sends
-	 * (a thread that replies on a socket another reads does not take it
-	 * from the engine). */
-	if (!h || (!RS_LOAD(udp_of(h)->rx_err) && !left_error(udp_of(h))))
-		return 0;
-	struct rs_esock *e = rs_esock_enter(s, fd, 0);
-	if (!e)
-		return 0;
-	int err = rs_esock_passive(e) ? 0 : take_error(udp_of(e));
-	if (err)
-		rs_ep_sock_changed(e);
-	rs_esock_unlock(e);
-	return -err;
-}
-
-void rs_udp_send_eagain(struct rs_sock *s, int fd)
-{
-	if (!atomic_load_explicit(&s->eng, memory_order_acquire))
-		return;
-	struct rs_esock *e = rs_esock_enter(s, fd, 0);
-	if (!e)
-		return;
-	if (!RS_LOAD(e->kfull)) {
-		RS_STORE(e->kfull, 1); /* writability is the kernel's until it has room */
-		rs_ep_sock_kfull(e);
-	}
-	rs_esock_unlock(e);
-}
+/* ---- the calls the kernel answers ------------------------------------------------ */
 
 static int fionread(struct rs_esock *e, int *out)
 {
@@ -775,7 +656,7 @@ static int fionread(struct rs_esock *e, int *out)
 
 static int so_error(struct rs_esock *e)
 {
-	int err = take_error(udp_of(e));
+	int err = rs_udp_take_error(udp_of(e));
 	if (err)
 		rs_ep_sock_changed(e);
 	return err;
@@ -794,6 +675,7 @@ static size_t held_bytes(struct rs_esock *e)
 static int shutdown_sock(struct rs_esock *e, int how)
 {
 	(void)how;
+	rs_udp_tx_flush(udp_of(e), 1);
 	if (e->mode == RS_ES_ARMED)
 		rs_esock_detach_self(e, RINGSOCK_PT_OPTION);
 	return (int)RS_PASS;
@@ -807,7 +689,7 @@ static unsigned readiness(struct rs_esock *e)
 	unsigned ev = 0;
 	/* As the kernel's udp_poll: a pending error is EPOLLERR alone;
 	 * datagrams are input; room is OUT, WRNORM and WRBAND. */
-	int err = u->rx_err || left_error(u);
+	int err = u->rx_err || rs_udp_left_error(u);
 	if (u->cnt || left_records(u))
 		ev |= EPOLLIN | EPOLLRDNORM;
 	if (err)
@@ -823,7 +705,7 @@ static unsigned held_events(struct rs_esock *e)
 	unsigned ev = 0;
 	if (RS_LOAD(u->cnt) || left_records(u))
 		ev |= EPOLLIN;
-	if (RS_LOAD(u->rx_err) || left_error(u))
+	if (RS_LOAD(u->rx_err) || rs_udp_left_error(u))
 		ev |= EPOLLERR;
 	return ev;
 }
@@ -928,6 +810,7 @@ static void complete(struct rs_ring *r, struct rs_esock *e, int op, struct io_ur
 static void process_detach(struct rs_ring *r, struct rs_esock *e)
 {
 	struct rs_udp *u = udp_of(e);
+	rs_udp_tx_flush(u, 1); /* (its queue before the kernel's sends) */
 	cancel_recv(r, u);
 	maybe_finish(r, u);
 }
@@ -974,6 +857,7 @@ static int close_sock(struct rs_sock *s, int fd)
 			return 0;
 	}
 	struct rs_udp *u = udp_of(e);
+	rs_udp_tx_flush(u, 1); /* (what was sent before close goes, as the kernel's would) */
 	if (atomic_load(&s->nfds) > 1) {
 		/* another descriptor keeps it open */
 		if (e->fd == fd && e->mode == RS_ES_DETACHED)
@@ -1020,6 +904,7 @@ static int left_or_ended(void *arg)
 static void ring_gone(struct rs_ring *r, struct rs_esock *e)
 {
 	struct rs_udp *u = udp_of(e);
+	rs_udp_tx_flush(u, 1);
 	if (e->mode == RS_ES_ARMED && !e->closing) {
 		RS_STORE(e->mode, RS_ES_DETACHING);
 		rs_sock_count_passthrough(e->sock, RINGSOCK_PT_THREAD);
@@ -1044,6 +929,7 @@ static void ring_gone(struct rs_ring *r, struct rs_esock *e)
 static void spawn_prepare(struct rs_esock *e)
 {
 	struct rs_udp *u = udp_of(e);
+	rs_udp_tx_flush(u, 1); /* (the other process's sends come after) */
 	if (u->shared)
 		return;
 	RS_STORE(u->shared, 1);
@@ -1122,6 +1008,11 @@ static void destroy(struct rs_esock *e)
 {
 	struct rs_udp *u = udp_of(e);
 	drop_all(u);
+	while (u->tx_head) { /* (flushed before: a fork child's copy) */
+		struct rs_dgram *d = u->tx_head;
+		u->tx_head = d->next;
+		free(d);
+	}
 	while (u->left) {
 		struct rs_uleft_ref *x = u->left;
 		u->left = x->next;
@@ -1130,24 +1021,48 @@ static void destroy(struct rs_esock *e)
 	}
 }
 
-/* Sends are the kernel's: nothing is ever queued. */
-static void no_tx(struct rs_ring *r, struct rs_esock *e)
+/* ---- the send queue's operations (udp_send.c) ------------------------------------- */
+
+/* The owner, at a wait point (r locked): what is queued goes out. */
+static void submit_tx(struct rs_ring *r, struct rs_esock *e)
 {
 	(void)r;
-	(void)e;
+	rs_udp_tx_flush(udp_of(e), 1);
 }
-static int tx_none(struct rs_esock *e)
+
+/* The watchdog (r locked; its owner is blocked where the library cannot
+ * see): what the kernel takes now goes; the rest waits on the list. */
+static void flush_queued(struct rs_ring *r, struct rs_esock *e)
 {
-	(void)e;
-	return 0;
+	if (rs_udp_tx_flush(udp_of(e), 0) < 0)
+		rs_ring_txq_add(r, e);
 }
-static size_t flush_none(struct rs_esock *e)
+
+static int tx_pending(struct rs_esock *e)
 {
-	(void)e;
-	return 0;
+	return udp_of(e)->tx_cnt != 0;
 }
-static void sync_none(struct rs_esock *e)
+
+static size_t flush_direct(struct rs_esock *e)
 {
+	struct rs_udp *u = udp_of(e);
+	size_t n = u->tx_bytes;
+	rs_udp_tx_flush(u, 1);
+	return n - u->tx_bytes;
+}
+
+/* Before a call the kernel answers (connect, an option...): the queue
+ * first, and what a send means may change. */
+static void sync_tx(struct rs_esock *e)
+{
+	struct rs_udp *u = udp_of(e);
+	rs_udp_tx_flush(u, 1);
+	rs_udp_tx_forget(u);
+}
+
+static void no_drain(struct rs_ring *r, struct rs_esock *e)
+{
+	(void)r;
 	(void)e;
 }
 
@@ -1158,17 +1073,17 @@ const struct rs_kind_ops rs_udp_ops = {
 	.arm_when_watched = arm_when_watched,
 	.complete = complete,
 	.submit_recv = submit_recv,
-	.submit_tx = no_tx,
+	.submit_tx = submit_tx,
 	.process_detach = process_detach,
-	.drain_ended = no_tx,
-	.flush_queued = no_tx,
+	.drain_ended = no_drain,
+	.flush_queued = flush_queued,
 	.ring_gone = ring_gone,
 	.spawn_prepare = spawn_prepare,
 	.fork_prepare = fork_prepare,
 	.fork_child = fork_child,
-	.tx_pending = tx_none,
-	.flush_direct = flush_none,
-	.sync_tx = sync_none,
+	.tx_pending = tx_pending,
+	.flush_direct = flush_direct,
+	.sync_tx = sync_tx,
 	.close = close_sock,
 	.destroy = destroy,
 	.readiness = readiness,

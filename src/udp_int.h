@@ -1,0 +1,117 @@
+/* udp_int.h - inside the datagram-socket files: the UDP socket (struct
+ * rs_udp) and the calls from udp.c (the kind: receive, readiness,
+ * arming, detaching, close, fork) down to udp_send.c (the send path, and
+ * the socket's pending error both paths report); never back up.  Every function here runs
+ * with the socket's lock held (rs_esock_enter) unless it says otherwise. */
+#ifndef RS_UDP_INT_H
+#define RS_UDP_INT_H
+
+#include <netinet/in.h>
+
+#include "engine.h"
+
+/* A datagram the engine holds. */
+struct rs_dgram {
+	struct rs_dgram *next;
+	uint32_t len;            /* payload bytes */
+	uint32_t namelen;        /* the source address's length (the kernel's) */
+	struct sockaddr_in6 name; /* (an IPv4 address fits) */
+	char data[];
+};
+/* What a held datagram costs against the bound: its memory. */
+#define DGRAM_COST(len) ((uint32_t)(len) + (uint32_t)sizeof(struct rs_dgram) + 16)
+
+/* Datagrams held at a fork, in memory both processes share: records of
+ * struct rs_uleft_rec and payload, 8-byte aligned, read once by whichever
+ * process reads first (lock: a spin lock, held for one copy).  A later
+ * fork adds a map for what was held since (datagrams the receive took
+ * before its cancel): each process knows, in its own memory, the maps it
+ * shares (struct rs_uleft_ref, oldest first), so none is ever copied or
+ * unmapped while another process may read it. */
+struct rs_uleft_rec {
+	uint32_t len, namelen;
+	struct sockaddr_in6 name;
+};
+struct rs_uleft {
+	atomic_int lock;
+	uint32_t off, end;       /* next record, end of records [lock] */
+	int err;                 /* an error the engine held, for the first
+				  * process that asks */
+	char data[];
+};
+struct rs_uleft_ref {
+	struct rs_uleft *l;
+	size_t map;
+	struct rs_uleft_ref *next; /* [appended under the lock, read without] */
+};
+
+/* A destination the kernel accepted sends to (twice in a row: a
+ * connected socket's first send may meet an ICMP error the next one
+ * reports): later datagrams to it, of at most the size that went, may be
+ * queued.  namelen 0: the connected peer (no name given). */
+#define RS_UDP_DSTS 8
+struct rs_udp_dst {
+	uint32_t namelen;        /* 0: unused or no name; see ok */
+	uint16_t ok;             /* kernel sends that succeeded in a row (max 2) */
+	uint16_t maxlen;         /* the largest of them */
+	struct sockaddr_in6 name;
+};
+
+/* A UDP socket on the engine.  Fields guarded like the core's [ring/mu];
+ * "hint" fields are also read without the lock. */
+struct rs_udp {
+	struct rs_esock e;       /* first: the core's part */
+	struct rs_dgram *head, *tail; /* held datagrams, oldest first */
+	struct rs_uleft_ref *left; /* after a fork [hint] */
+	struct msghdr rmsg;      /* the multishot recvmsg's template */
+	uint32_t cnt;            /* datagrams held [hint] */
+	uint32_t held;           /* their cost (DGRAM_COST) [hint] */
+	int rx_err;              /* an error the receive took [hint] */
+	uint32_t ops_inflight;   /* CQEs still expected (receive, cancels) */
+	uint32_t limit;          /* rx_limit's value ... */
+	int limit_for;           /* ... for this SO_RCVBUF the program set */
+	uint8_t recv_cancel;     /* the receive's cancel is submitted */
+	uint8_t rx_stop;         /* closing: never arm it again */
+	uint8_t throttled;       /* at the bound: no receive until read down */
+	uint8_t kwait;           /* a reader that waits for every datagram: its
+				  * reads are the kernel's for now [hint] */
+	uint8_t waits;           /* blocking reads in a row that had to wait;
+				  * in kwait, nonblocking ones that found data */
+	uint16_t kw_reads;       /* blocking kernel reads since kwait began */
+	uint8_t shared;          /* the kernel's reads for good: open in another
+				  * process too (fork, spawn), or the kernel
+				  * refused the engine's receive [hint] */
+	/* the send queue (udp_send.c) */
+	uint8_t gso_off;         /* the kernel refused UDP_SEGMENT on it */
+	uint8_t dst_next;        /* the dst slot to replace next */
+	uint16_t tx_kernel;      /* sends left to the kernel before it queues
+				  * again (after its buffer was full) */
+	struct rs_dgram *tx_head, *tx_tail; /* queued datagrams, oldest first
+					     * (name: namelen 0 for none) */
+	uint32_t tx_cnt;         /* datagrams queued [hint] */
+	uint32_t tx_bytes;       /* their payload */
+	struct rs_udp_dst dst[RS_UDP_DSTS]; /* destinations the kernel took */
+};
+
+static inline struct rs_udp *udp_of(struct rs_esock *e)
+{
+	return (struct rs_udp *)e;
+}
+
+/* udp_send.c */
+/* The socket's pending error: what the receive took (an ICMP error), an
+ * error left at a fork, or a queued datagram's. */
+int rs_udp_take_error(struct rs_udp *u);   /* taken (0: none) */
+int rs_udp_error_held(struct rs_udp *u);   /* hint, without the lock */
+int rs_udp_left_error(struct rs_udp *u);   /* one left at a fork [hint] */
+void rs_udp_keep_error(struct rs_udp *u, int err); /* for the next call */
+
+/* Queued datagrams to the kernel, oldest first, in one sendmmsg per
+ * batch.  wait: when its buffer is full, wait for room (else leave the
+ * rest queued and return -EAGAIN).  0 when the queue is empty. */
+int rs_udp_tx_flush(struct rs_udp *u, int wait);
+/* The program changed what a send means (connect, an option): the
+ * destinations the kernel took prove nothing any more. */
+void rs_udp_tx_forget(struct rs_udp *u);
+
+#endif
