@@ -5,13 +5,17 @@
  *       recvfrom per datagram, or recvmmsg 64 at a time (MSG_WAITFORONE),
  *       blocking; from the first datagram on, it stops after 500 ms with
  *       none and prints "received N".
- *   rs-udp-blast ADDR PORT SIZE SECS
+ *   rs-udp-blast ADDR PORT SIZE SECS [sendto]
  *       sends SIZE-byte datagrams to ADDR:PORT for SECS seconds, 32 per
- *       sendmmsg, as fast as the kernel takes them, and prints "sent N".
+ *       sendmmsg on a connected socket, as fast as the kernel takes them,
+ *       and prints "sent N"; with sendto, one sendto per datagram on an
+ *       unconnected socket (the way most programs send), reading the
+ *       clock every 64.
  *
- * The sink is the program under test (kernel path or ringsock); the
- * sender runs on the kernel path.  bench/run divides what arrived by the
- * sender's time and compares what was lost. */
+ * In the receive rows the sink is the program under test (kernel path or
+ * ringsock) and the sender runs on the kernel path; in the send rows both
+ * are.  bench/run divides what arrived by the sender's time and compares
+ * what was lost. */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
@@ -91,8 +95,9 @@ static int blast(int argc, char **argv)
 	inet_pton(AF_INET, argv[1], &a.sin_addr);
 	size_t size = (size_t)atol(argv[3]);
 	double secs = atof(argv[4]);
+	int per = argc > 5 && !strcmp(argv[5], "sendto");
 	int s = socket(AF_INET, SOCK_DGRAM, 0);
-	if (s < 0 || connect(s, (struct sockaddr *)&a, sizeof(a)) < 0 || size > 65507) {
+	if (s < 0 || (!per && connect(s, (struct sockaddr *)&a, sizeof(a)) < 0) || size > 65507) {
 		perror("blast");
 		return 1;
 	}
@@ -107,7 +112,17 @@ static int blast(int argc, char **argv)
 	}
 	unsigned long long sent = 0;
 	double end = now() + secs;
-	while (now() < end) {
+	while (per && now() < end) {
+		for (int i = 0; i < 64; i++) {
+			if (sendto(s, buf, size, 0, (struct sockaddr *)&a, sizeof(a)) >= 0)
+				sent++;
+			else if (errno != EINTR && errno != ENOBUFS && errno != EAGAIN) {
+				perror("sendto");
+				return 1;
+			}
+		}
+	}
+	while (!per && now() < end) {
 		int r = sendmmsg(s, v, N, 0);
 		if (r < 0) {
 			if (errno == EINTR || errno == ENOBUFS || errno == EAGAIN || errno == ECONNREFUSED)

@@ -187,9 +187,16 @@ static inline ssize_t rs_engine_recv(struct rs_sock *s, int fd, const struct iov
 				     struct rs_dgram_from *f)
 {
 	flags &= ~MSG_CMSG_CLOEXEC; /* (what the engine holds carries no control messages) */
-	if (s->type == SOCK_DGRAM)
-		return rs_udp_recv_call(s, fd, iov, n, flags, f);
-	ssize_t r = rs_tcp_recv_call(s, fd, iov, n, flags);
+	ssize_t r;
+	if (s->type == SOCK_DGRAM) {
+		r = rs_udp_recv_call(s, fd, iov, n, flags, f);
+		/* The kernel's read next (it may wait): what this thread
+		 * queued goes first, as rs_enter_fd does for other fds. */
+		if (r == RS_PASS && rs_ring_tls && RS_LOAD(rs_ring_tls->txq))
+			rs_ring_flush_tx();
+		return r;
+	}
+	r = rs_tcp_recv_call(s, fd, iov, n, flags);
 	if (f && r >= 0) {
 		if (f->name && f->namelen)
 			*f->namelen = 0;

@@ -411,6 +411,8 @@ static ssize_t kwait_read(struct rs_udp *u, struct rs_ring *r, const struct iove
 	}
 	int fd = u->e.fd;
 	long k;
+	if (RS_LOAD(r->txq))
+		rs_ring_progress(r); /* this thread's queued sends first: it may read its own */
 	if (!block) {
 		/* (waits counts nonblocking reads with data in a row here) */
 		k = rs_syscall(SYS_recvmsg, fd, &m, flags | MSG_DONTWAIT);
@@ -600,6 +602,8 @@ int rs_udp_recvmmsg(struct rs_sock *s, int fd, struct mmsghdr *vec, unsigned vle
 				left = (struct timespec){ (time_t)(ns / 1000000000), (long)(ns % 1000000000) };
 				lp = &left;
 			}
+			if (rs_ring_tls && RS_LOAD(rs_ring_tls->txq))
+				rs_ring_flush_tx(); /* (this thread's queued sends first) */
 			long k = rs_blocking_syscall(SYS_recvmmsg, fd, (long)(vec + i), vlen - i, fl, (long)lp, 0);
 			if (lp)
 				*tmo = left;

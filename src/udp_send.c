@@ -421,7 +421,7 @@ void rs_udp_after_send(struct rs_sock *s, int fd, ssize_t r, int err, const void
 	struct rs_ring *mine = rs_ring_tls;
 	if (!h || (r >= 0 && (!mine || RS_LOAD(h->owner) != mine || connected(s))))
 		return;
-	if (r >= 0 && !udp_of(h)->tx_kernel && (size_t)r > (s->domain == AF_INET6 ? TXQ_LEN6 : TXQ_LEN4))
+	if (r >= 0 && (size_t)r > (s->domain == AF_INET6 ? TXQ_LEN6 : TXQ_LEN4))
 		return; /* (too large to be queued: nothing to learn) */
 	struct rs_esock *e = rs_esock_enter(s, fd, 0);
 	if (!e)

@@ -127,7 +127,7 @@ int rs_cli_check(const struct rs_config *cfg, int knobs_only)
 	else
 		printf("%-26sconnected TCP sockets%s are served by the io_uring engine%s; "
 		       "%slisteners go to the kernel\n", "sockets:",
-		       cfg->v[RS_K_UDP] ? " and UDP receives" : "",
+		       cfg->v[RS_K_UDP] ? " and UDP receives (and sends, unconnected)" : "",
 		       cfg->v[RS_K_BLOCKING] == RS_BLOCKING_KERNEL ? " (blocking ones go to the kernel: RINGSOCK_BLOCKING=kernel)" : "",
 		       cfg->v[RS_K_UDP] ? "" : "UDP (RINGSOCK_UDP=0) and ");
 	printf("network links:\n");

@@ -24,6 +24,15 @@
  *       until all have arrived.  Prints "complete" when every datagram
  *       arrived exactly once and, within each receiver, each sender's
  *       numbers increase; else what went wrong.
+ *   stream N SIZE
+ *       An unconnected socket (armed by its first send) sends N numbered
+ *       datagrams of SIZE bytes, one sendto each, to a socket of the same
+ *       thread, which reads what has arrived (nonblocking) after every
+ *       100; then whatever is left, waiting with poll.  Prints "complete"
+ *       when every datagram arrived once, in order, with its size.  Under
+ *       the library the datagrams are queued and leave in batches
+ *       (udp_queued), runs of one size as one UDP_SEGMENT message
+ *       (udp_gso_sends), and every read that finds nothing sends them.
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -71,11 +80,17 @@ static int burst(int rcvbuf, int rounds, int per, int size)
 		close(ack[0]);
 		if (read(cmd[0], &to, sizeof(to)) != sizeof(to))
 			_exit(1);
+		/* Connected: its sends are the kernel's, one datagram each,
+		 * in both runs (the library sends an unconnected socket's in
+		 * UDP_SEGMENT batches, whose datagrams the receiver's queue
+		 * accounts smaller: more fit). */
 		int s = socket(AF_INET, SOCK_DGRAM, 0);
 		char *m = calloc(1, (size_t)size), c;
+		if (s < 0 || connect(s, (struct sockaddr *)&to, sizeof(to)))
+			_exit(1);
 		while (read(cmd[0], &c, 1) == 1) {
 			for (int i = 0; i < per; i++)
-				sendto(s, m, (size_t)size, 0, (struct sockaddr *)&to, sizeof(to));
+				send(s, m, (size_t)size, 0);
 			if (write(ack[1], "a", 1) != 1)
 				_exit(1);
 		}
@@ -239,6 +254,51 @@ static int seq(int senders, int receivers, int n)
 	return 0;
 }
 
+static int stream(int n, int size)
+{
+	int tx = socket(AF_INET, SOCK_DGRAM, 0), rx = socket(AF_INET, SOCK_DGRAM, 0);
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t al = sizeof(a);
+	int big = 16 << 20;
+	if (tx < 0 || rx < 0 || bind(rx, (struct sockaddr *)&a, sizeof(a)) ||
+	    getsockname(rx, (struct sockaddr *)&a, &al) ||
+	    setsockopt(rx, SOL_SOCKET, SO_RCVBUFFORCE, &big, sizeof(big))) {
+		perror("stream");
+		return 1;
+	}
+	char buf[65536];
+	int next = 0, bad = 0;
+	for (int i = 0; i < n || next < n; i++) {
+		if (i < n) {
+			memset(buf, 0, (size_t)size);
+			memcpy(buf, &i, sizeof(i));
+			if (sendto(tx, buf, (size_t)size, 0, (struct sockaddr *)&a, sizeof(a)) != size)
+				bad++;
+			if ((i + 1) % 100 && i + 1 < n)
+				continue;
+		} else {
+			struct pollfd p = { rx, POLLIN, 0 };
+			if (poll(&p, 1, 5000) != 1) {
+				printf("stream: %d of %d arrived, then none for 5 s\n", next, n);
+				return 1;
+			}
+		}
+		ssize_t r;
+		while ((r = recv(rx, buf, sizeof(buf), MSG_DONTWAIT)) >= 0) {
+			int k;
+			memcpy(&k, buf, sizeof(k));
+			if (k != next || r != size)
+				bad++;
+			next = k + 1;
+		}
+	}
+	if (bad)
+		printf("stream: %d datagrams failed, came out of order or with the wrong size\n", bad);
+	else
+		printf("complete\n");
+	return bad != 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc == 6 && !strcmp(argv[1], "burst"))
@@ -247,6 +307,8 @@ int main(int argc, char **argv)
 		return kwait();
 	if (argc == 5 && !strcmp(argv[1], "seq"))
 		return seq(atoi(argv[2]), atoi(argv[3]), atoi(argv[4]));
-	fprintf(stderr, "usage: udp burst RCVBUF ROUNDS PER SIZE | kwait | seq SENDERS RECEIVERS N\n");
+	if (argc == 4 && !strcmp(argv[1], "stream"))
+		return stream(atoi(argv[2]), atoi(argv[3]));
+	fprintf(stderr, "usage: udp burst RCVBUF ROUNDS PER SIZE | kwait | seq SENDERS RECEIVERS N | stream N SIZE\n");
 	return 2;
 }

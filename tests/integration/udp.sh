@@ -9,6 +9,10 @@
 #  - numbered datagrams from four sender threads to one socket read by one
 #    thread (the engine's) and by two (a hand-over to the kernel midway):
 #    every datagram exactly once, each sender's in order per reader;
+#  - one unconnected socket streaming numbered datagrams to a socket of
+#    the same thread: all arrive, in order, plain and under the library,
+#    where they were queued and sent in batches, runs as UDP_SEGMENT
+#    messages (counted: the same decisions every run);
 #  - dnsmasq answering dnsperf's queries under the launcher: no query lost,
 #    the UDP socket served by the engine (passthrough udp=0).
 . "$(dirname "$0")/lib.sh"
@@ -27,6 +31,19 @@ check "burst: the engine served the socket" test "$(stat_sum "$TMP/burst.st" acc
 check "burst: datagrams beyond the bound were dropped and counted" test "$(stat_sum "$TMP/burst.st" udp_drops)" -ge 1
 lib2=$(LD_PRELOAD="$RS_LIB" "$RS_UDP" burst 32768 100 20 1000 | sed -n 's/^received //p')
 check "burst: the same count run after run ($lib, $lib2)" test "$lib" = "$lib2"
+
+# ---- queued sends ----
+for size in 64 1400; do
+	check "stream $size: all in order, plain" test "$("$RS_UDP" stream 3000 $size)" = complete
+	check "stream $size: all in order, under the library" \
+		test "$(RINGSOCK_STATS="$TMP/stream$size.st" LD_PRELOAD="$RS_LIB" "$RS_UDP" stream 3000 $size)" = complete
+	q=$(stat_sum "$TMP/stream$size.st" udp_queued)
+	g=$(stat_sum "$TMP/stream$size.st" udp_gso_sends)
+	echo "stream $size: udp_queued=$q udp_gso_sends=$g"
+	check "stream $size: all but the two that proved the destination were queued" test "$q" = 2998
+	check "stream $size: runs went as UDP_SEGMENT messages" test "$g" -ge 30
+	check "stream $size: no send error" test "$(stat_sum "$TMP/stream$size.st" udp_send_errors)" = 0
+done
 
 # ---- a reader that waits for every datagram: the kernel's reads ----
 plain=$("$RS_UDP" kwait)
