@@ -103,6 +103,26 @@ static long rs_fb_execvpe_sys(const char *file, char *const argv[], char *const 
 	return err;
 }
 
+static long rs_fb_usleep_sys(useconds_t us)
+{
+	struct timespec ts = { (time_t)(us / 1000000), (long)(us % 1000000) * 1000 };
+	return rs_syscall(SYS_nanosleep, &ts, NULL);
+}
+
+/* (sleep returns the seconds left, never an error) */
+static long rs_fb_sleep_sys(unsigned int secs)
+{
+	struct timespec ts = { (time_t)secs, 0 }, rem = { 0, 0 };
+	long r = rs_syscall(SYS_nanosleep, &ts, &rem);
+	return r == -EINTR ? (long)rem.tv_sec + (rem.tv_nsec > 0) : 0;
+}
+
+/* (clock_nanosleep returns the error number itself) */
+static int rs_fb_clock_nanosleep(clockid_t clk, int flags, const struct timespec *req, struct timespec *rem)
+{
+	return (int)-rs_syscall(SYS_clock_nanosleep, clk, flags, req, rem);
+}
+
 #define RS_CALL(ret, name, params, args, fb) \
 	static ret rs_fb_##name params { return (ret)rs_fb_ret(fb); }
 #define RS_CALL_CUSTOM(ret, name, params, args)

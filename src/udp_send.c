@@ -302,7 +302,8 @@ static int connected(struct rs_sock *s)
 static int queueable(struct rs_udp *u, const struct iovec *iov, int n, int flags, const void *name,
 		     socklen_t namelen, struct sockaddr_in6 *nn, int *nl, size_t *len)
 {
-	if ((flags & ~(MSG_DONTWAIT | MSG_NOSIGNAL)) || u->tx_kernel || RS_LOAD(u->e.kfull) ||
+	if (!rs_rt.cfg.v[RS_K_UDP_SEND_BATCH] || (flags & ~(MSG_DONTWAIT | MSG_NOSIGNAL)) || u->tx_kernel ||
+	    RS_LOAD(u->e.kfull) ||
 	    u->e.mode != RS_ES_ARMED || u->e.owner != rs_ring_tls || u->e.closing || u->shared || n < 0 ||
 	    n > IOV_MAX || connected(u->e.sock))
 		return 0;
@@ -347,7 +348,7 @@ ssize_t rs_udp_send_call(struct rs_sock *s, int fd, const struct iovec *iov, int
 		/* Not armed yet: a sender's socket is armed at its first send
 		 * (unconnected, one descriptor: arm() says), so its later
 		 * datagrams can be queued; the kernel sends this one. */
-		if (n >= 0 && !connected(s) && !s->no_engine) {
+		if (n >= 0 && !connected(s) && !s->no_engine && rs_rt.cfg.v[RS_K_UDP_SEND_BATCH]) {
 			struct rs_esock *a = rs_esock_enter(s, fd, 1);
 			if (a)
 				rs_esock_unlock(a);
@@ -421,7 +422,7 @@ void rs_udp_after_send(struct rs_sock *s, int fd, ssize_t r, int err, const void
 	struct rs_ring *mine = rs_ring_tls;
 	if (!h || (r >= 0 && (!mine || RS_LOAD(h->owner) != mine || connected(s))))
 		return;
-	if (r >= 0 && (size_t)r > (s->domain == AF_INET6 ? TXQ_LEN6 : TXQ_LEN4))
+	if (r >= 0 && ((size_t)r > (s->domain == AF_INET6 ? TXQ_LEN6 : TXQ_LEN4) || !rs_rt.cfg.v[RS_K_UDP_SEND_BATCH]))
 		return; /* (too large to be queued: nothing to learn) */
 	struct rs_esock *e = rs_esock_enter(s, fd, 0);
 	if (!e)

@@ -33,6 +33,11 @@
  *       the library the datagrams are queued and leave in batches
  *       (udp_queued), runs of one size as one UDP_SEGMENT message
  *       (udp_gso_sends), and every read that finds nothing sends them.
+ *   paced N
+ *       The same sender, but each datagram followed by a sleep (nanosleep,
+ *       usleep, clock_nanosleep, sched_yield in turn), then all read.
+ *       Under the library each datagram is queued and leaves before the
+ *       sleep: none ever travels with another (udp_gso_sends 0).
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -40,12 +45,14 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 static void die(const char *m)
@@ -299,6 +306,42 @@ static int stream(int n, int size)
 	return bad != 0;
 }
 
+static int paced(int n)
+{
+	int tx = socket(AF_INET, SOCK_DGRAM, 0), rx = socket(AF_INET, SOCK_DGRAM, 0);
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t al = sizeof(a);
+	int big = 16 << 20;
+	if (tx < 0 || rx < 0 || bind(rx, (struct sockaddr *)&a, sizeof(a)) ||
+	    getsockname(rx, (struct sockaddr *)&a, &al) ||
+	    setsockopt(rx, SOL_SOCKET, SO_RCVBUFFORCE, &big, sizeof(big))) {
+		perror("paced");
+		return 1;
+	}
+	for (int i = 0; i < n; i++) {
+		if (sendto(tx, &i, sizeof(i), 0, (struct sockaddr *)&a, sizeof(a)) != sizeof(i))
+			return 1;
+		struct timespec ts = { 0, 10000 };
+		switch (i % 4) {
+		case 0: nanosleep(&ts, NULL); break;
+		case 1: usleep(10); break;
+		case 2: clock_nanosleep(CLOCK_MONOTONIC, 0, &ts, NULL); break;
+		default: sched_yield();
+		}
+	}
+	for (int next = 0; next < n;) {
+		struct pollfd p = { rx, POLLIN, 0 };
+		int k;
+		if (poll(&p, 1, 5000) != 1 || recv(rx, &k, sizeof(k), 0) != sizeof(k) || k != next) {
+			printf("paced: datagram %d missing or out of order\n", next);
+			return 1;
+		}
+		next++;
+	}
+	printf("complete\n");
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc == 6 && !strcmp(argv[1], "burst"))
@@ -307,8 +350,10 @@ int main(int argc, char **argv)
 		return kwait();
 	if (argc == 5 && !strcmp(argv[1], "seq"))
 		return seq(atoi(argv[2]), atoi(argv[3]), atoi(argv[4]));
+	if (argc == 3 && !strcmp(argv[1], "paced"))
+		return paced(atoi(argv[2]));
 	if (argc == 4 && !strcmp(argv[1], "stream"))
 		return stream(atoi(argv[2]), atoi(argv[3]));
-	fprintf(stderr, "usage: udp burst RCVBUF ROUNDS PER SIZE | kwait | seq SENDERS RECEIVERS N | stream N SIZE\n");
+	fprintf(stderr, "usage: udp burst RCVBUF ROUNDS PER SIZE | kwait | seq SENDERS RECEIVERS N | stream N SIZE | paced N\n");
 	return 2;
 }

@@ -13,6 +13,9 @@
 #    the same thread: all arrive, in order, plain and under the library,
 #    where they were queued and sent in batches, runs as UDP_SEGMENT
 #    messages (counted: the same decisions every run);
+#  - the same sender sleeping after each datagram (nanosleep, usleep,
+#    clock_nanosleep, sched_yield): each leaves before the sleep, none
+#    travels with another;
 #  - dnsmasq answering dnsperf's queries under the launcher: no query lost,
 #    the UDP socket served by the engine (passthrough udp=0).
 . "$(dirname "$0")/lib.sh"
@@ -44,6 +47,12 @@ for size in 64 1400; do
 	check "stream $size: runs went as UDP_SEGMENT messages" test "$g" -ge 30
 	check "stream $size: no send error" test "$(stat_sum "$TMP/stream$size.st" udp_send_errors)" = 0
 done
+
+check "paced: all in order, plain" test "$("$RS_UDP" paced 200)" = complete
+check "paced: all in order, under the library" \
+	test "$(RINGSOCK_STATS="$TMP/paced.st" LD_PRELOAD="$RS_LIB" "$RS_UDP" paced 200)" = complete
+check "paced: queued (udp_queued 198)" test "$(stat_sum "$TMP/paced.st" udp_queued)" = 198
+check "paced: each left before its sleep (udp_gso_sends 0)" test "$(stat_sum "$TMP/paced.st" udp_gso_sends)" = 0
 
 # ---- a reader that waits for every datagram: the kernel's reads ----
 plain=$("$RS_UDP" kwait)

@@ -18,14 +18,21 @@
  *  - a destination that went away (unconnected: no error), a broadcast
  *    without SO_BROADCAST (EACCES every time);
  *  - a connected socket to a closed port (ECONNREFUSED on the second
- *    send, every time).
+ *    send, every time);
+ *  - a datagram queued before each of the calls that sleep (nanosleep,
+ *    clock_nanosleep, usleep, sleep, pause, sigsuspend, sigwaitinfo,
+ *    sigtimedwait, sched_yield): it has left when the call returns.
  *
  * ENGINE_MIN_ACCELERATED=4 */
 #include "../scn.h"
 #include <pthread.h>
 #include <spawn.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/time.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
+#include <time.h>
 
 extern char **environ;
 
@@ -99,6 +106,59 @@ static void *other_thread_sends(void *x)
 	(void)x;
 	R("thread: sendto", send_dg(shared_a, &shared_to, 'T', 0, 100));
 	return NULL;
+}
+
+static void on_alarm(int sig)
+{
+	(void)sig;
+}
+
+/* A timer signal in 20 ms (for pause and sigsuspend). */
+static void alarm_soon(void)
+{
+	struct itimerval it = { { 0, 0 }, { 0, 20000 } };
+	setitimer(ITIMER_REAL, &it, NULL);
+}
+
+/* Sends one datagram to r (queued under the library), makes call, then
+ * reads r without waiting: the datagram is there. */
+#define BEFORE(name, call)                                        \
+	do {                                                      \
+		send_dg(s, &t1, 'Z', n++, 20);                    \
+		R(name, call);                                    \
+		drain("r1 (" name ")", r1);                       \
+	} while (0)
+
+static void sleeps(int r1)
+{
+	int s = udp_sock(), n = 0;
+	struct sockaddr_in t1 = addr_of(r1);
+	arm(s, r1);
+	send_dg(s, &t1, 'Z', n++, 20);
+	send_dg(s, &t1, 'Z', n++, 20);
+	drain("r1 (proved)", r1);
+	struct timespec ts = { 0, 1000000 };
+	BEFORE("nanosleep", nanosleep(&ts, NULL));
+	BEFORE("clock_nanosleep", clock_nanosleep(CLOCK_MONOTONIC, 0, &ts, NULL));
+	BEFORE("usleep", usleep(1000));
+	BEFORE("sleep", sleep(0));
+	BEFORE("sched_yield", sched_yield());
+	signal(SIGALRM, on_alarm);
+	alarm_soon();
+	BEFORE("pause", pause());
+	sigset_t none, usr1, old;
+	sigemptyset(&none);
+	alarm_soon();
+	BEFORE("sigsuspend", sigsuspend(&none));
+	sigemptyset(&usr1);
+	sigaddset(&usr1, SIGUSR1);
+	sigprocmask(SIG_BLOCK, &usr1, &old);
+	raise(SIGUSR1);
+	BEFORE("sigwaitinfo", sigwaitinfo(&usr1, NULL));
+	raise(SIGUSR1);
+	BEFORE("sigtimedwait", sigtimedwait(&usr1, NULL, &ts));
+	sigprocmask(SIG_SETMASK, &old, NULL);
+	close(s);
 }
 
 int main(void)
@@ -229,6 +289,8 @@ int main(void)
 	for (int i = 0; i < 4; i++)
 		R("send (connected, closed port)", send(s, "p", 1, 0));
 	close(s);
+
+	sleeps(r1);
 
 	close(a);
 	close(b);
