@@ -50,7 +50,7 @@ RS_EXPORT int connect(int fd, RS_CSA addr, socklen_t len)
 {
 	struct rs_sock *s = rs_enter_fd(fd, RINGSOCK_FAM_CONN);
 	if (rs_engine_sock(s) && s->type == SOCK_DGRAM)
-		rs_sock_before_kernel(s, fd, -1); /* datagrams queued for the old peer go first */
+		rs_udp_before_connect(s, fd); /* datagrams queued for the old peer go first */
 	int r = REAL(connect)(fd, addr, len);
 	if (s) {
 		int e = errno;

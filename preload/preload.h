@@ -108,11 +108,12 @@ static inline void rs_count_call(int ours, int fam)
 		rs_stat_add(RS_C_CALLS_OTHER + fam, 1);
 }
 
-/* Is s served by a ring (armed), rather than by the kernel? */
-static inline int rs_engine_serves(struct rs_sock *s)
+/* Is s served by this thread's ring (armed here), rather than by the
+ * kernel or another thread's ring? */
+static inline int rs_engine_serves_here(struct rs_sock *s)
 {
 	struct rs_esock *t = atomic_load_explicit(&s->eng, memory_order_acquire);
-	return t && rs_esock_armed_on(t, NULL);
+	return t && rs_ring_tls && rs_esock_armed_on(t, rs_ring_tls);
 }
 
 /* Common head of every fd trampoline: initialise if needed, count the call
@@ -132,9 +133,17 @@ static inline struct rs_sock *rs_enter_fd(int fd, int fam)
 	/* A call that goes to the kernel (another descriptor, or a socket the
 	 * engine does not serve) may block: sends this thread queued must not
 	 * wait for its next wait point. */
-	if (rs_unlikely(rs_ring_tls && rs_ring_tls->txq) && (!s || !rs_engine_serves(s)))
+	if (rs_unlikely(rs_ring_tls && rs_ring_tls->txq) && (!s || !rs_engine_serves_here(s)))
 		rs_ring_flush_tx();
 	return s;
+}
+
+/* The kernel answers next (an engine call said RS_PASS): what this
+ * thread queued goes first, as rs_enter_fd does for other descriptors. */
+static inline void rs_flush_own_tx(void)
+{
+	if (rs_ring_tls && RS_LOAD(rs_ring_tls->txq))
+		rs_ring_flush_tx();
 }
 
 /* Head of a trampoline without one fd (poll sets, fork, exec): returns 1
@@ -190,13 +199,13 @@ static inline ssize_t rs_engine_recv(struct rs_sock *s, int fd, const struct iov
 	ssize_t r;
 	if (s->type == SOCK_DGRAM) {
 		r = rs_udp_recv_call(s, fd, iov, n, flags, f);
-		/* The kernel's read next (it may wait): what this thread
-		 * queued goes first, as rs_enter_fd does for other fds. */
-		if (r == RS_PASS && rs_ring_tls && RS_LOAD(rs_ring_tls->txq))
-			rs_ring_flush_tx();
+		if (r == RS_PASS)
+			rs_flush_own_tx(); /* (the kernel's read next: it may wait) */
 		return r;
 	}
 	r = rs_tcp_recv_call(s, fd, iov, n, flags);
+	if (r == RS_PASS)
+		rs_flush_own_tx();
 	if (f && r >= 0) {
 		if (f->name && f->namelen)
 			*f->namelen = 0;

@@ -110,7 +110,7 @@ RS_EXPORT int sendmmsg(int fd, struct mmsghdr *vec, unsigned int vlen, RS_MMSG_F
 		passing_fds(&vec[i].msg_hdr);
 	if (rs_engine_sock(s) && s->type == SOCK_DGRAM) {
 		/* the kernel's (n -1: none queued), after what is queued */
-		ssize_t e = rs_udp_send_call(s, fd, NULL, -1, 0, NULL, 0);
+		ssize_t e = rs_udp_send_call(s, fd, NULL, -1, flags, NULL, 0);
 		if (e != RS_PASS)
 			return (int)rs_ret(e);
 	} else if (rs_engine_sock(s)) {
@@ -183,6 +183,7 @@ RS_EXPORT int recvmmsg(int fd, struct mmsghdr *vec, unsigned int vlen, RS_MMSG_F
 				rs_count_bytes(s, RS_C_BYTES_RECEIVED, mmsg_bytes(vec, r));
 			return (int)rs_ret(r);
 		}
+		rs_flush_own_tx(); /* (the kernel's read next: it may wait) */
 	} else if (rs_engine_sock(s)) {
 		rs_sock_before_kernel(s, fd, RINGSOCK_PT_OPTION);
 	}

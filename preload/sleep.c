@@ -14,7 +14,7 @@
 static inline void before_sleep(void)
 {
 	if (rs_ring_tls && RS_LOAD(rs_ring_tls->txq) && rs_enter())
-		rs_ring_flush_tx();
+		rs_flush_own_tx();
 }
 
 RS_EXPORT int nanosleep(const struct timespec *req, struct timespec *rem)

@@ -704,6 +704,8 @@ ssize_t rs_udp_send_call(struct rs_sock *s, int fd, const struct iovec *iov, int
 /* After the kernel's send (r, and errno as err): what it proves about the
  * destination; a full buffer makes writability the kernel's. */
 void rs_udp_after_send(struct rs_sock *s, int fd, ssize_t r, int err, const void *name, socklen_t namelen);
+/* Before connect: what this thread queued on s goes to the old peer. */
+void rs_udp_before_connect(struct rs_sock *s, int fd);
 
 /* ---- block.c: blocking calls (every kind) ---------------------------------- */
 /* A private copy of an iovec array that can be advanced past bytes done. */

@@ -679,7 +679,7 @@ static size_t held_bytes(struct rs_esock *e)
 static int shutdown_sock(struct rs_esock *e, int how)
 {
 	(void)how;
-	rs_udp_tx_flush(udp_of(e), 1);
+	rs_udp_tx_flush(udp_of(e), RS_UDP_FLUSH_WAIT);
 	if (e->mode == RS_ES_ARMED)
 		rs_esock_detach_self(e, RINGSOCK_PT_OPTION);
 	return (int)RS_PASS;
@@ -802,10 +802,17 @@ static void complete(struct rs_ring *r, struct rs_esock *e, int op, struct io_ur
 {
 	struct rs_udp *u = udp_of(e);
 	int edge = 0;
-	if (op == RS_UD_RECV)
+	if (op == RS_UD_RECV) {
 		edge = recv_done(r, u, c);
-	else if (op == RS_UD_CANCEL)
+	} else if (op == RS_UD_CANCEL) {
 		u->ops_inflight--;
+	} else if (op == RS_UD_SEND) {
+		/* the kernel's buffer has room (or the poll was removed) */
+		u->ops_inflight--;
+		u->tx_polling = u->tx_unpolling = 0;
+		if (u->tx_cnt && e->mode == RS_ES_ARMED && !e->closing)
+			rs_ring_txq_add(r, e);
+	}
 	if (edge && !e->closing)
 		rs_ep_sock_changed(e);
 	maybe_finish(r, u);
@@ -814,7 +821,8 @@ static void complete(struct rs_ring *r, struct rs_esock *e, int op, struct io_ur
 static void process_detach(struct rs_ring *r, struct rs_esock *e)
 {
 	struct rs_udp *u = udp_of(e);
-	rs_udp_tx_flush(u, 1); /* (its queue before the kernel's sends) */
+	rs_udp_tx_flush(u, RS_UDP_FLUSH_WAIT); /* (its queue before the kernel's sends) */
+	rs_udp_tx_unpoll(r, u);
 	cancel_recv(r, u);
 	maybe_finish(r, u);
 }
@@ -861,7 +869,7 @@ static int close_sock(struct rs_sock *s, int fd)
 			return 0;
 	}
 	struct rs_udp *u = udp_of(e);
-	rs_udp_tx_flush(u, 1); /* (what was sent before close goes, as the kernel's would) */
+	rs_udp_tx_flush(u, RS_UDP_FLUSH_WAIT); /* (what was sent before close goes, as the kernel's would) */
 	if (atomic_load(&s->nfds) > 1) {
 		/* another descriptor keeps it open */
 		if (e->fd == fd && e->mode == RS_ES_DETACHED)
@@ -875,6 +883,7 @@ static int close_sock(struct rs_sock *s, int fd)
 	if (r && r == rs_ring_tls) {
 		/* The receive holds the file (and its port) until it ends. */
 		u->rx_stop = 1;
+		rs_udp_tx_unpoll(r, u);
 		cancel_recv(r, u);
 		rs_ring_wait(r, recv_gone, u, -1);
 	} else if (r) {
@@ -908,7 +917,8 @@ static int left_or_ended(void *arg)
 static void ring_gone(struct rs_ring *r, struct rs_esock *e)
 {
 	struct rs_udp *u = udp_of(e);
-	rs_udp_tx_flush(u, 1);
+	rs_udp_tx_flush(u, RS_UDP_FLUSH_WAIT);
+	rs_udp_tx_unpoll(r, u);
 	if (e->mode == RS_ES_ARMED && !e->closing) {
 		RS_STORE(e->mode, RS_ES_DETACHING);
 		rs_sock_count_passthrough(e->sock, RINGSOCK_PT_THREAD);
@@ -933,7 +943,7 @@ static void ring_gone(struct rs_ring *r, struct rs_esock *e)
 static void spawn_prepare(struct rs_esock *e)
 {
 	struct rs_udp *u = udp_of(e);
-	rs_udp_tx_flush(u, 1); /* (the other process's sends come after) */
+	rs_udp_tx_flush(u, RS_UDP_FLUSH_WAIT); /* (the other process's sends come after) */
 	if (u->shared)
 		return;
 	RS_STORE(u->shared, 1);
@@ -1031,14 +1041,14 @@ static void destroy(struct rs_esock *e)
 static void submit_tx(struct rs_ring *r, struct rs_esock *e)
 {
 	(void)r;
-	rs_udp_tx_flush(udp_of(e), 1);
+	rs_udp_tx_flush(udp_of(e), rs_udp_flush_how(udp_of(e)));
 }
 
 /* The watchdog (r locked; its owner is blocked where the library cannot
  * see): what the kernel takes now goes; the rest waits on the list. */
 static void flush_queued(struct rs_ring *r, struct rs_esock *e)
 {
-	if (rs_udp_tx_flush(udp_of(e), 0) < 0)
+	if (rs_udp_tx_flush(udp_of(e), RS_UDP_FLUSH_TRY) < 0)
 		rs_ring_txq_add(r, e);
 }
 
@@ -1051,7 +1061,7 @@ static size_t flush_direct(struct rs_esock *e)
 {
 	struct rs_udp *u = udp_of(e);
 	size_t n = u->tx_bytes;
-	rs_udp_tx_flush(u, 1);
+	rs_udp_tx_flush(u, RS_UDP_FLUSH_WAIT);
 	return n - u->tx_bytes;
 }
 
@@ -1060,7 +1070,7 @@ static size_t flush_direct(struct rs_esock *e)
 static void sync_tx(struct rs_esock *e)
 {
 	struct rs_udp *u = udp_of(e);
-	rs_udp_tx_flush(u, 1);
+	rs_udp_tx_flush(u, RS_UDP_FLUSH_WAIT);
 	rs_udp_tx_forget(u);
 }
 

@@ -83,6 +83,11 @@ struct rs_udp {
 				  * refused the engine's receive [hint] */
 	/* the send queue (udp_send.c) */
 	uint8_t gso_off;         /* the kernel refused UDP_SEGMENT on it */
+	uint8_t corked;          /* a kernel send with MSG_MORE left data
+				  * pending: nothing queued until one without */
+	uint8_t tx_polling;      /* a poll for room in the kernel's buffer is
+				  * armed on the owner's ring (RS_UD_SEND) */
+	uint8_t tx_unpolling;    /* ... and its removal submitted */
 	uint8_t dst_next;        /* the dst slot to replace next */
 	uint16_t tx_kernel;      /* sends left to the kernel before it queues
 				  * again (after its buffer was full) */
@@ -107,9 +112,22 @@ int rs_udp_left_error(struct rs_udp *u);   /* one left at a fork [hint] */
 void rs_udp_keep_error(struct rs_udp *u, int err); /* for the next call */
 
 /* Queued datagrams to the kernel, oldest first, in one sendmmsg per
- * batch.  wait: when its buffer is full, wait for room (else leave the
- * rest queued and return -EAGAIN).  0 when the queue is empty. */
-int rs_udp_tx_flush(struct rs_udp *u, int wait);
+ * batch; 0 when the queue is empty, -EAGAIN when the kernel's buffer is
+ * full and how is not WAIT.  When it is full:
+ *   TRY   leave the rest queued (the watchdog: not the owner);
+ *   POLL  leave the rest queued and have the owner's ring tell when it
+ *         has room (a nonblocking socket's owner);
+ *   WAIT  wait for room, as a blocking send would (up to 10 s; then the
+ *         rest is dropped, counted and warned about). */
+enum { RS_UDP_FLUSH_TRY, RS_UDP_FLUSH_POLL, RS_UDP_FLUSH_WAIT };
+int rs_udp_tx_flush(struct rs_udp *u, int how);
+/* How the owner flushes: WAIT on a blocking socket, else POLL. */
+static inline int rs_udp_flush_how(struct rs_udp *u)
+{
+	return __atomic_load_n(&u->e.sock->nonblock, __ATOMIC_RELAXED) ? RS_UDP_FLUSH_POLL : RS_UDP_FLUSH_WAIT;
+}
+/* The poll for room is cancelled (r locked: closing, detaching). */
+void rs_udp_tx_unpoll(struct rs_ring *r, struct rs_udp *u);
 /* The program changed what a send means (connect, an option): the
  * destinations the kernel took prove nothing any more. */
 void rs_udp_tx_forget(struct rs_udp *u);

@@ -113,6 +113,8 @@ static int norm_name(const void *name, socklen_t len, struct sockaddr_in6 *out)
 	memset(out, 0, sizeof(*out));
 	if (!name || !len)
 		return 0;
+	if (len > sizeof(struct sockaddr_storage))
+		return -1; /* (the kernel's EINVAL) */
 	if (len < sizeof(sa_family_t))
 		return -1;
 	sa_family_t fam;
@@ -163,7 +165,9 @@ static void pop(struct rs_udp *u)
 	}
 	u->tx_bytes -= d->len;
 	RS_STORE(u->tx_cnt, u->tx_cnt - 1);
-	free(d);
+	if (!__atomic_load_n(&rs_dying, __ATOMIC_RELAXED))
+		free(d); /* (a fatal signal's flush frees nothing: it may have
+			  * come inside malloc) */
 }
 
 static int same_dst(const struct rs_dgram *a, const struct rs_dgram *b)
@@ -171,33 +175,56 @@ static int same_dst(const struct rs_dgram *a, const struct rs_dgram *b)
 	return a->namelen == b->namelen && !memcmp(&a->name, &b->name, a->namelen);
 }
 
-/* Wait for room in the kernel's send buffer (no lock is released: the
- * queue is short and the kernel frees room on its own); 0 or -ETIME. */
-static int wait_room(int fd)
+/* Wait for room in the kernel's send buffer until deadline (no lock is
+ * released: the queue is short and the kernel frees room on its own); 0
+ * or -ETIME. */
+static int wait_room(int fd, int64_t deadline)
 {
 	struct pollfd p = { fd, POLLOUT, 0 };
-	struct timespec ts = { FLUSH_WAIT_MS / 1000, (FLUSH_WAIT_MS % 1000) * 1000000L };
 	for (;;) {
+		int64_t left = deadline - rs_now_ns();
+		if (left <= 0)
+			return -ETIME;
+		struct timespec ts = { (time_t)(left / 1000000000), (long)(left % 1000000000) };
 		long r = rs_syscall(SYS_ppoll, &p, 1, &ts, NULL, _NSIG / 8);
 		if (r > 0)
 			return 0;
-		if (r == 0)
-			return -ETIME;
-		if (r != -EINTR)
+		if (r < 0 && r != -EINTR)
 			return (int)r;
 	}
 }
 
-/* A GSO message the kernel refused as such (the device, the route or an
- * option does not allow it): its datagrams go one by one from now on. */
-static int gso_refused(int err)
+/* The owner's ring tells it when the kernel's buffer has room (a one-shot
+ * poll; complete() puts the socket back on the send list). */
+static void poll_room(struct rs_udp *u)
 {
-	return err == EINVAL || err == EIO || err == EOPNOTSUPP || err == ENOPROTOOPT || err == EMSGSIZE;
+	struct rs_ring *r = u->e.owner;
+	if (u->tx_polling || !r || r != rs_ring_tls)
+		return;
+	struct io_uring_sqe *sqe = rs_ring_sqe(r);
+	if (!sqe)
+		return; /* (the next wait point tries again) */
+	io_uring_prep_poll_add(sqe, u->e.fd, POLLOUT);
+	io_uring_sqe_set_data64(sqe, RS_UD(u, RS_UD_SEND));
+	u->tx_polling = 1;
+	u->ops_inflight++;
 }
 
-int rs_udp_tx_flush(struct rs_udp *u, int wait)
+void rs_udp_tx_unpoll(struct rs_ring *r, struct rs_udp *u)
+{
+	struct io_uring_sqe *sqe;
+	if (!u->tx_polling || u->tx_unpolling || !(sqe = rs_ring_sqe(r)))
+		return;
+	io_uring_prep_poll_remove(sqe, RS_UD(u, RS_UD_SEND));
+	io_uring_sqe_set_data64(sqe, RS_UD(u, RS_UD_CANCEL));
+	u->tx_unpolling = 1;
+	u->ops_inflight++;
+}
+
+int rs_udp_tx_flush(struct rs_udp *u, int how)
 {
 	int fd = u->e.fd;
+	int64_t deadline = 0;
 	while (u->tx_head) {
 		if (fd < 0) {
 			/* (closed under the engine: nothing can send them) */
@@ -258,17 +285,30 @@ int rs_udp_tx_flush(struct rs_udp *u, int wait)
 		int err = (int)-r;
 		if (err == EINTR)
 			continue;
-		if (err == EAGAIN || err == ENOBUFS) {
+		if (err == EAGAIN) {
+			/* The kernel's buffer is full: its next sends are the
+			 * kernel's, and a nonblocking program sees EAGAIN. */
 			u->tx_kernel = TX_KERNEL_AFTER_FULL;
-			if (!wait)
+			if (how == RS_UDP_FLUSH_POLL)
+				poll_room(u);
+			if (how != RS_UDP_FLUSH_WAIT)
 				return -EAGAIN;
-			if (wait_room(fd) == 0)
+			if (!deadline)
+				deadline = rs_now_ns() + (int64_t)FLUSH_WAIT_MS * 1000000;
+			if (wait_room(fd, deadline) == 0)
 				continue;
 			rs_warn("udp fd %d: %u queued datagrams found no room in the kernel's buffer for %d s: dropped",
 				fd, u->tx_cnt, FLUSH_WAIT_MS / 1000);
-			err = EAGAIN; /* (reported as its error: the first, dropped) */
+			rs_stat_add(RS_C_UDP_SEND_ERRORS, u->tx_cnt);
+			while (u->tx_head)
+				pop(u);
+			break;
 		}
-		if (segs[0] > 1 && err != EAGAIN && gso_refused(err)) {
+		if (segs[0] > 1) {
+			/* A message of several datagrams refused (the device, the
+			 * route or an option does not allow UDP_SEGMENT, or a rule
+			 * that sees the whole message): one by one from now on,
+			 * so an error is the one datagram's it is. */
 			u->gso_off = 1;
 			continue;
 		}
@@ -303,7 +343,7 @@ static int queueable(struct rs_udp *u, const struct iovec *iov, int n, int flags
 		     socklen_t namelen, struct sockaddr_in6 *nn, int *nl, size_t *len)
 {
 	if (!rs_rt.cfg.v[RS_K_UDP_SEND_BATCH] || (flags & ~(MSG_DONTWAIT | MSG_NOSIGNAL)) || u->tx_kernel ||
-	    RS_LOAD(u->e.kfull) ||
+	    u->corked || RS_LOAD(u->e.kfull) ||
 	    u->e.mode != RS_ES_ARMED || u->e.owner != rs_ring_tls || u->e.closing || u->shared || n < 0 ||
 	    n > IOV_MAX || connected(u->e.sock))
 		return 0;
@@ -325,7 +365,7 @@ static void enqueue(struct rs_udp *u, struct rs_dgram *d)
 		 * (only one socket of a thread has any queued, so datagrams
 		 * reach the kernel in the program's order, whichever socket a
 		 * receiver reads them from). */
-		rs_udp_tx_flush(udp_of(r->udp_tx), 1);
+		rs_udp_tx_flush(udp_of(r->udp_tx), RS_UDP_FLUSH_WAIT);
 	}
 	r->udp_tx = &u->e;
 	if (u->tx_tail)
@@ -362,7 +402,8 @@ ssize_t rs_udp_send_call(struct rs_sock *s, int fd, const struct iovec *iov, int
 	 * (a thread that replies on a socket another reads does not take it
 	 * from the engine). */
 	struct rs_ring *mine = rs_ring_tls;
-	if ((!mine || RS_LOAD(h->owner) != mine) && !RS_LOAD(hu->tx_cnt) && !rs_udp_error_held(hu))
+	if ((!mine || RS_LOAD(h->owner) != mine) && !RS_LOAD(hu->tx_cnt) && !rs_udp_error_held(hu) &&
+	    !(flags & MSG_MORE))
 		return RS_PASS;
 	struct rs_esock *e = rs_esock_enter(s, fd, 0);
 	if (!e)
@@ -381,7 +422,13 @@ ssize_t rs_udp_send_call(struct rs_sock *s, int fd, const struct iovec *iov, int
 	struct sockaddr_in6 nn;
 	int nl;
 	size_t len;
+	int how = rs_udp_flush_how(u);
 	if (queueable(u, iov, n, flags, name, namelen, &nn, &nl, &len)) {
+		if (u->tx_cnt >= TXQ_MAX && rs_udp_tx_flush(u, how) < 0) {
+			/* (nonblocking, and the kernel's buffer is full) */
+			rs_esock_unlock(e);
+			return -EAGAIN;
+		}
 		struct rs_dgram *d = malloc(sizeof(*d) + (len ? len : 1));
 		if (d) {
 			d->next = NULL;
@@ -396,7 +443,7 @@ ssize_t rs_udp_send_call(struct rs_sock *s, int fd, const struct iovec *iov, int
 			}
 			enqueue(u, d);
 			if (u->tx_cnt >= TXQ_MAX)
-				rs_udp_tx_flush(u, 1);
+				rs_udp_tx_flush(u, how);
 			else
 				rs_stat_add(RS_C_CALLS_NOSYS, 1);
 			rs_esock_unlock(e);
@@ -404,11 +451,19 @@ ssize_t rs_udp_send_call(struct rs_sock *s, int fd, const struct iovec *iov, int
 		}
 	}
 	/* The kernel's send, after what is queued (this socket's, or
-	 * another's of this thread). */
+	 * another's of this thread).  A send with MSG_MORE leaves data in the
+	 * kernel (corked) that the next datagrams would join: none is queued
+	 * until a send without it. */
 	struct rs_ring *o = e->owner;
-	if (o && o == rs_ring_tls && o->udp_tx && o->udp_tx != e)
-		rs_udp_tx_flush(udp_of(o->udp_tx), 1);
-	rs_udp_tx_flush(u, 1);
+	if (o && o == mine && o->udp_tx && o->udp_tx != e)
+		rs_udp_tx_flush(udp_of(o->udp_tx), RS_UDP_FLUSH_WAIT);
+	if (rs_udp_tx_flush(u, how) < 0) {
+		/* (nonblocking, the kernel's buffer full: this send must not
+		 * overtake what is queued, and the kernel would say EAGAIN) */
+		rs_esock_unlock(e);
+		return -EAGAIN;
+	}
+	u->corked = (flags & MSG_MORE) != 0;
 	err = rs_udp_take_error(u);
 	if (err)
 		rs_ep_sock_changed(e);
@@ -420,7 +475,12 @@ void rs_udp_after_send(struct rs_sock *s, int fd, ssize_t r, int err, const void
 {
 	struct rs_esock *h = atomic_load_explicit(&s->eng, memory_order_acquire);
 	struct rs_ring *mine = rs_ring_tls;
-	if (!h || (r >= 0 && (!mine || RS_LOAD(h->owner) != mine || connected(s))))
+	if (!h)
+		return;
+	int own = mine && RS_LOAD(h->owner) == mine;
+	/* (another thread's send: only a full buffer concerns the socket;
+	 * entering it would take it from its owner) */
+	if (!(r < 0 && err == EAGAIN) && (!own || (r >= 0 && connected(s))))
 		return;
 	if (r >= 0 && ((size_t)r > (s->domain == AF_INET6 ? TXQ_LEN6 : TXQ_LEN4) || !rs_rt.cfg.v[RS_K_UDP_SEND_BATCH]))
 		return; /* (too large to be queued: nothing to learn) */
@@ -456,4 +516,15 @@ void rs_udp_after_send(struct rs_sock *s, int fd, ssize_t r, int err, const void
 		}
 	}
 	rs_esock_unlock(e);
+}
+
+void rs_udp_before_connect(struct rs_sock *s, int fd)
+{
+	struct rs_esock *h = atomic_load_explicit(&s->eng, memory_order_acquire);
+	struct rs_ring *mine = rs_ring_tls;
+	/* (another thread's socket with nothing queued: its destinations
+	 * prove nothing once it is connected anyway, and entering it would
+	 * take it from its owner) */
+	if (h && ((mine && RS_LOAD(h->owner) == mine) || RS_LOAD(udp_of(h)->tx_cnt)))
+		rs_sock_before_kernel(s, fd, -1); /* queued datagrams go to the old peer first */
 }

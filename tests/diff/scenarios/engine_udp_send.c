@@ -12,7 +12,10 @@
  *    after the sends (nothing waits in between);
  *  - a sendmsg with a control message, a sendmmsg and a write on the
  *    unconnected socket (EDESTADDRREQ) among queued ones;
- *  - another thread's send after queued ones;
+ *  - a send with MSG_MORE (the kernel holds it until the next send,
+ *    which it joins) before sends the engine would queue;
+ *  - another thread's send after queued ones; a send on a socket another
+ *    thread serves after queued ones on this thread's socket;
  *  - connect to a new peer, close, fork and posix_spawn after queued
  *    sends (each receiver gets what was sent before);
  *  - a destination that went away (unconnected: no error), a broadcast
@@ -100,6 +103,22 @@ static void arm(int a, int peer)
 
 static int shared_a;
 static struct sockaddr_in shared_to;
+
+static int other_sock, wake[2], armed[2];
+
+/* Arms other_sock on this thread's ring, says so, then waits outside the
+ * library's waits (a pipe read) until told to end. */
+static void *owns_other(void *x)
+{
+	(void)x;
+	char c;
+	R("owner: recv", recv(other_sock, &c, 1, 0));
+	if (write(armed[1], "a", 1) != 1)
+		die("write");
+	if (read(wake[0], &c, 1) != 1)
+		die("read");
+	return NULL;
+}
 
 static void *other_thread_sends(void *x)
 {
@@ -224,6 +243,36 @@ int main(void)
 	pthread_create(&th, NULL, other_thread_sends, NULL);
 	pthread_join(th, NULL);
 	send_dg(a, &t2, 'Q', 7, 80);
+	drain("r2", r2);
+
+	/* ---- a socket another thread serves ---- */
+	other_sock = udp_sock();
+	if (pipe(wake) || pipe(armed))
+		die("pipe");
+	struct sockaddr_in to_other = addr_of(other_sock);
+	pthread_create(&th, NULL, owns_other, NULL);
+	sendto(r1, "o", 1, 0, (struct sockaddr *)&to_other, sizeof(to_other));
+	char oc;
+	if (read(armed[0], &oc, 1) != 1)
+		die("read");
+	for (int i = 0; i < 3; i++)
+		send_dg(a, &t2, 'U', i, 70);
+	R("send on the other thread's socket", send_dg(other_sock, &t2, 'V', 0, 70));
+	send_dg(a, &t2, 'U', 3, 70);
+	drain("r2", r2);
+	R("write the pipe", write(wake[1], "x", 1));
+	pthread_join(th, NULL);
+	close(other_sock);
+
+	/* ---- MSG_MORE: the next send joins it ---- */
+	R("sendto MSG_MORE", sendto(a, "h", 1, MSG_MORE, (struct sockaddr *)&t2, sizeof(t2)));
+	for (int i = 0; i < 3; i++)
+		send_dg(a, &t2, 'M', i, 80);
+	R("sendto MSG_MORE, with none queued", sendto(a, "h", 1, MSG_MORE, (struct sockaddr *)&t2, sizeof(t2)));
+	R("sendto MSG_MORE again", sendto(a, "i", 1, MSG_MORE, (struct sockaddr *)&t2, sizeof(t2)));
+	R("sendto to end it", sendto(a, "j", 1, 0, (struct sockaddr *)&t2, sizeof(t2)));
+	for (int i = 3; i < 6; i++)
+		send_dg(a, &t2, 'M', i, 80);
 	drain("r2", r2);
 
 	/* ---- connect, close, fork, spawn after queued sends ---- */
