@@ -289,6 +289,10 @@ int rs_udp_tx_flush(struct rs_udp *u, int how)
 			/* The kernel's buffer is full: its next sends are the
 			 * kernel's, and a nonblocking program sees EAGAIN. */
 			u->tx_kernel = TX_KERNEL_AFTER_FULL;
+			if (!RS_LOAD(u->e.kfull)) {
+				RS_STORE(u->e.kfull, 1); /* writability is the kernel's until it has room */
+				rs_ep_sock_kfull(&u->e);
+			}
 			if (how == RS_UDP_FLUSH_POLL)
 				poll_room(u);
 			if (how != RS_UDP_FLUSH_WAIT)

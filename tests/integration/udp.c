@@ -38,6 +38,17 @@
  *       usleep, clock_nanosleep, sched_yield in turn), then all read.
  *       Under the library each datagram is queued and leaves before the
  *       sleep: none ever travels with another (udp_gso_sends 0).
+ *   nbsend ADDR PORT N SIZE
+ *       A nonblocking unconnected socket with the smallest SO_SNDBUF
+ *       sends N numbered datagrams of SIZE bytes to ADDR:PORT as fast as
+ *       it can: on EAGAIN it waits for POLLOUT with poll and sends the
+ *       same one again.  Prints "sent N" and how many EAGAINs it met
+ *       (on stderr: their number depends on timing).
+ *   sinkseq PORT N
+ *       Receives on 0.0.0.0:PORT until N numbered datagrams arrived
+ *       (waiting up to 10 s for each); prints "complete" when each came
+ *       exactly once, else what went wrong.  (Not their order: a veth
+ *       pair may reorder what the sender sent from two CPUs.)
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -342,6 +353,69 @@ static int paced(int n)
 	return 0;
 }
 
+static int nbsend(const char *addr, int port, int n, int size)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((unsigned short)port) };
+	int s = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK, 0), small = 1;
+	char buf[65536] = { 0 };
+	if (s < 0 || inet_pton(AF_INET, addr, &a.sin_addr) != 1 ||
+	    setsockopt(s, SOL_SOCKET, SO_SNDBUF, &small, sizeof(small))) {
+		perror("nbsend");
+		return 1;
+	}
+	long again = 0;
+	for (int i = 0; i < n;) {
+		memcpy(buf, &i, sizeof(i));
+		if (sendto(s, buf, (size_t)size, 0, (struct sockaddr *)&a, sizeof(a)) == size) {
+			i++;
+			continue;
+		}
+		if (errno != EAGAIN) {
+			perror("nbsend: sendto");
+			return 1;
+		}
+		again++;
+		struct pollfd p = { s, POLLOUT, 0 };
+		if (poll(&p, 1, 10000) != 1) {
+			printf("nbsend: no room for 10 s at %d\n", i);
+			return 1;
+		}
+	}
+	fprintf(stderr, "nbsend: %ld EAGAIN\n", again);
+	printf("sent %d\n", n);
+	close(s);
+	return 0;
+}
+
+static int sinkseq(int port, int n)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((unsigned short)port) };
+	int s = socket(AF_INET, SOCK_DGRAM, 0), big = 32 << 20;
+	if (s < 0 || setsockopt(s, SOL_SOCKET, SO_RCVBUFFORCE, &big, sizeof(big)) ||
+	    bind(s, (struct sockaddr *)&a, sizeof(a))) {
+		perror("sinkseq");
+		return 1;
+	}
+	printf("ready\n");
+	fflush(stdout);
+	char buf[65536], *seen = calloc(1, (size_t)n);
+	for (int got = 0; got < n; got++) {
+		struct pollfd p = { s, POLLIN, 0 };
+		int k;
+		if (poll(&p, 1, 10000) != 1) {
+			printf("sinkseq: %d of %d arrived, then none for 10 s\n", got, n);
+			return 1;
+		}
+		if (recv(s, buf, sizeof(buf), 0) < (ssize_t)sizeof(k) || (memcpy(&k, buf, sizeof(k)), k < 0 || k >= n) ||
+		    seen[k]++) {
+			printf("sinkseq: a datagram not sent, or twice\n");
+			return 1;
+		}
+	}
+	printf("complete\n");
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc == 6 && !strcmp(argv[1], "burst"))
@@ -350,10 +424,15 @@ int main(int argc, char **argv)
 		return kwait();
 	if (argc == 5 && !strcmp(argv[1], "seq"))
 		return seq(atoi(argv[2]), atoi(argv[3]), atoi(argv[4]));
+	if (argc == 6 && !strcmp(argv[1], "nbsend"))
+		return nbsend(argv[2], atoi(argv[3]), atoi(argv[4]), atoi(argv[5]));
+	if (argc == 4 && !strcmp(argv[1], "sinkseq"))
+		return sinkseq(atoi(argv[2]), atoi(argv[3]));
 	if (argc == 3 && !strcmp(argv[1], "paced"))
 		return paced(atoi(argv[2]));
 	if (argc == 4 && !strcmp(argv[1], "stream"))
 		return stream(atoi(argv[2]), atoi(argv[3]));
-	fprintf(stderr, "usage: udp burst RCVBUF ROUNDS PER SIZE | kwait | seq SENDERS RECEIVERS N | stream N SIZE | paced N\n");
+	fprintf(stderr, "usage: udp burst RCVBUF ROUNDS PER SIZE | kwait | seq SENDERS RECEIVERS N | stream N SIZE | paced N\n"
+			"       | nbsend ADDR PORT N SIZE | sinkseq PORT N\n");
 	return 2;
 }
