@@ -1,41 +1,47 @@
 /* udp_send.c - the send path of datagram sockets.
  *
- * A datagram sent by the thread whose ring serves the socket is queued:
- * copied, and the call returns its length at once, as the kernel's would.
- * Queued datagrams reach the kernel in order, in one sendmmsg system call
- * per batch, in which consecutive datagrams of one size (the last may be
- * shorter) to one destination travel as one UDP_SEGMENT (GSO) message:
- * the kernel cuts it back into the same datagrams, so every receiver sees
- * what it would have seen, in the same order.  They go
+ * A datagram sent by the thread whose ring serves an unconnected socket is
+ * queued: copied, and the call returns its length at once, as the
+ * kernel's would.  Queued datagrams reach the kernel in order, in one
+ * sendmmsg system call per batch, in which consecutive datagrams of one
+ * size (the last may be shorter) to one destination travel as one
+ * UDP_SEGMENT (GSO) message: the kernel cuts it back into the same
+ * datagrams, so every receiving socket sees what it would have seen, in
+ * the same order.  They go
  *  - at the thread's next wait point (epoll_wait, poll, select, a receive
- *    that finds nothing or waits) and before any call it makes that the
- *    kernel answers (the ring's send list: ring.c, preload.h);
+ *    that finds nothing or waits, a sleep: preload/sleep.c) and before any
+ *    call it makes that the kernel answers (the ring's send list: ring.c,
+ *    preload.h);
  *  - when TXQ_MAX are queued;
  *  - before anything else of the socket's reaches the kernel: a send that
  *    is not queued, an option, connect, shutdown, close, a fork or spawn,
  *    another thread's send (sync_tx, flush_direct);
  *  - by the drain thread's watchdog when the thread is blocked where the
  *    library cannot see (engine.c).
+ * Only one socket of a thread has datagrams queued at a time (the ring's
+ * udp_tx), so they reach the kernel in the program's order across sockets.
  *
  * Only what the kernel would have taken is queued: a datagram of at most
  * one Ethernet frame's payload, with no control message and no flag but
- * MSG_DONTWAIT and MSG_NOSIGNAL, from the thread whose ring serves the
- * socket, to a destination the kernel took twice in a row (a connected
- * socket's first send may meet an ICMP error that the kernel reports to
- * the next one) at least that large, since the last call of the program
- * on the socket that the kernel answered (connect, an option: they may
- * change what a send means).  Anything else is the kernel's own send,
- * after what is queued.
+ * MSG_DONTWAIT and MSG_NOSIGNAL, on an unconnected socket (a connected
+ * one's ICMP errors must reach the very next send), from the thread whose
+ * ring serves the socket, to a destination the kernel took twice in a row
+ * at least that large, since the last call of the program on the socket
+ * that the kernel answered (connect, an option: they may change what a
+ * send means), and not after a send with MSG_MORE (the kernel holds that
+ * one for the next).  Anything else is the kernel's own send, after what
+ * is queued.
  *
  * If the kernel still refuses a queued datagram (a route or a firewall
- * changed, an ICMP error arrived meanwhile), it is not sent, as the
- * kernel's own send would not have sent it; it is counted
- * (udp_send_errors) and its error becomes the socket's pending error,
- * reported by the next call (or SO_ERROR, or EPOLLERR), as an asynchronous
- * error is.  When the kernel's buffer is full, the flush waits for room,
- * as the program's blocking send would have (the queue is short), and the
- * socket's next TX_KERNEL_AFTER_FULL sends are the kernel's, so a
- * nonblocking program sees EAGAIN where it would have.
+ * changed), it is not sent, as the kernel's own send would not have sent
+ * it; it is counted (udp_send_errors) and its error becomes the socket's
+ * pending error, reported by the next call (or SO_ERROR, or EPOLLERR), as
+ * an asynchronous error is.  When the kernel's buffer is full, a blocking
+ * socket's flush waits for room, as the program's blocking send would
+ * have (the queue is short); a nonblocking socket's rest stays queued and
+ * the ring polls for room; either way the socket's next
+ * TX_KERNEL_AFTER_FULL sends are the kernel's, so a nonblocking program
+ * sees EAGAIN where it would have.
  */
 #define _GNU_SOURCE 1 /* (sendmmsg) */
 #include <errno.h>
