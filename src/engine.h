@@ -564,6 +564,7 @@ struct rs_kind_ops {
 	int (*fionread)(struct rs_esock *e, int *out); /* FIONREAD/SIOCINQ: 0 or -errno */
 	int (*so_error)(struct rs_esock *e);        /* its pending error, taken (0: none) */
 	size_t (*held)(struct rs_esock *e);         /* received bytes the engine holds */
+	size_t (*tx_held)(struct rs_esock *e);      /* sent bytes not yet the kernel's */
 	int (*shutdown)(struct rs_esock *e, int how); /* 0, -errno or RS_PASS */
 };
 

@@ -85,6 +85,12 @@ void rs_stats_after_fork(void); /* parent and child */
 void rs_stats_atfork_child(void);
 void rs_stats_report_at_exit(void); /* once per process, if RINGSOCK_STATS asks */
 
+/* ---- publish.c: the process's state for `ringsock stat` ---------------- */
+void rs_publish_init(void);
+void rs_publish_now(int force); /* a copy (force: even if one is recent) */
+void rs_publish_exit(void);     /* exit, exec: the segment goes */
+void rs_publish_atfork_child(void);
+
 /* ---- fdtab.c: process-wide fd -> socket record ------------------------- */
 /* One record per open TCP/UDP socket description; dup'ed fds share it.
  * Records live in type-stable memory that is never unmapped, so a racing

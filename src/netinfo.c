@@ -4,8 +4,15 @@
 
 #ifdef RS_HAVE_LIBNL
 #include <net/if.h>
+#include <netinet/tcp.h>
 #include <netlink/netlink.h>
 #include <netlink/route/link.h>
+#ifdef RS_HAVE_LIBNL_IDIAG
+#include <netlink/idiag/idiagnl.h>
+#include <netlink/idiag/meminfo.h>
+#include <netlink/idiag/msg.h>
+#endif
+#include <stdio.h>
 
 int rs_netinfo_print_links(FILE *out, const char *indent)
 {
@@ -32,7 +39,64 @@ int rs_netinfo_print_links(FILE *out, const char *indent)
 	nl_socket_free(sk);
 	return n;
 }
+#endif
+
+#if defined(RS_HAVE_LIBNL) && defined(RS_HAVE_LIBNL_IDIAG)
+int rs_netinfo_tcp_diag(void (*fn)(const struct rs_tcp_diag *d, void *arg), void *arg, char *err, size_t errlen)
+{
+	int total = 0;
+	static const int families[] = { AF_INET, AF_INET6 };
+	for (int f = 0; f < 2; f++) {
+		struct nl_sock *sk = nl_socket_alloc();
+		struct nl_cache *cache = NULL;
+		int e;
+		if (!sk) {
+			snprintf(err, errlen, "out of memory");
+			return -1;
+		}
+		if ((e = idiagnl_connect(sk)) < 0 || (e = idiagnl_msg_alloc_cache(sk, families[f], IDIAGNL_SS_ALL, &cache)) < 0) {
+			snprintf(err, errlen, "inet_diag: %s", nl_geterror(e));
+			nl_socket_free(sk);
+			return -1;
+		}
+		for (struct nl_object *o = nl_cache_get_first(cache); o; o = nl_cache_get_next(o)) {
+			struct idiagnl_msg *m = (struct idiagnl_msg *)o;
+			struct tcp_info ti = idiagnl_msg_get_tcpinfo(m);
+			struct idiagnl_meminfo *mi = idiagnl_msg_get_meminfo(m);
+			struct rs_tcp_diag d = {
+				.inode = idiagnl_msg_get_inode(m),
+				.state = idiagnl_msg_get_state(m),
+				.rtt_us = ti.tcpi_rtt,
+				.rttvar_us = ti.tcpi_rttvar,
+				.cwnd = ti.tcpi_snd_cwnd,
+				.rqueue = idiagnl_msg_get_rqueue(m),
+				.wqueue = idiagnl_msg_get_wqueue(m),
+			};
+			if (mi) {
+				d.rmem = idiagnl_meminfo_get_rmem(mi);
+				d.wmem = idiagnl_meminfo_get_wmem(mi);
+				d.fmem = idiagnl_meminfo_get_fmem(mi);
+				d.tmem = idiagnl_meminfo_get_tmem(mi);
+			}
+			fn(&d, arg);
+			total++;
+		}
+		nl_cache_free(cache);
+		nl_socket_free(sk);
+	}
+	return total;
+}
 #else
+int rs_netinfo_tcp_diag(void (*fn)(const struct rs_tcp_diag *d, void *arg), void *arg, char *err, size_t errlen)
+{
+	(void)fn;
+	(void)arg;
+	snprintf(err, errlen, "this build has no libnl inet_diag");
+	return -1;
+}
+#endif
+
+#ifndef RS_HAVE_LIBNL
 int rs_netinfo_print_links(FILE *out, const char *indent)
 {
 	fprintf(out, "%s(not available: this build has no libnl)\n", indent);

@@ -6,4 +6,18 @@
  * of links, or -1 with a reason printed when libnl is not built in or the
  * netlink query fails. */
 int rs_netinfo_print_links(FILE *out, const char *indent);
+
+/* The kernel's view of a TCP socket (inet_diag through libnl). */
+struct rs_tcp_diag {
+	unsigned inode;
+	unsigned state;          /* TCP_ESTABLISHED... */
+	unsigned rtt_us, rttvar_us;
+	unsigned cwnd;
+	unsigned rqueue, wqueue; /* recv-q, send-q */
+	unsigned rmem, wmem, fmem, tmem; /* skmem */
+};
+/* Every TCP socket of this network namespace (IPv4 and IPv6): fn is
+ * called for each.  Returns how many, or -1 (no libnl, or the query
+ * failed: why in err). */
+int rs_netinfo_tcp_diag(void (*fn)(const struct rs_tcp_diag *d, void *arg), void *arg, char *err, size_t errlen);
 #endif

@@ -61,6 +61,7 @@ void rs_runtime_init(char *const *envp, int secure)
 	if (!rs_engine_on)
 		pthread_atfork(rs_stats_before_fork, rs_stats_after_fork, rs_stats_after_fork);
 	rs_stats_setup();
+	rs_publish_init();
 	rs_info("ringsock %s loaded: %s", RS_VERSION_STRING,
 		rs_rt.passthrough ? "RINGSOCK_DISABLE=1, pure pass-through"
 		: rs_engine_on ? "TCP sockets served by the io_uring engine"
@@ -110,6 +111,7 @@ void rs_runtime_atfork_child(void)
 	rs_rt.pid = rs_sys_getpid();
 	rs_stats_atfork_child();
 	rs_stats_setup_child();
+	rs_publish_atfork_child();
 }
 
 void rs_runtime_before_spawn(int vfork)
@@ -127,7 +129,10 @@ void rs_runtime_before_spawn(int vfork)
 void rs_runtime_before_exec(void)
 {
 	/* (a vfork child is not rs_ready(): the parent flushed already) */
-	if (!rs_ready() || rs_rt.passthrough)
+	if (!rs_ready())
+		return;
+	rs_publish_exit(); /* (the new image makes its own, if it runs under us) */
+	if (rs_rt.passthrough)
 		return;
 	/* Accepted bytes reach the kernel before the image is replaced. */
 	rs_engine_flush_all();
@@ -141,4 +146,5 @@ void rs_runtime_before_exit(void)
 	if (!rs_rt.passthrough)
 		rs_engine_flush_all();
 	rs_stats_report_at_exit();
+	rs_publish_exit();
 }

@@ -13,6 +13,7 @@
 #include <strings.h>
 
 #include "internal.h"
+#include "names.h"
 #include "sys.h"
 
 RS_TLS struct rs_tstats rs_tstats_tls;
@@ -125,14 +126,7 @@ void rs_stats_atfork_child(void)
 	atomic_store(&reported, 0);
 }
 
-static const char *const fam_names[RINGSOCK_FAM_COUNT] = {
-	"socket", "conn", "sendrecv", "rw", "poll", "epoll", "close", "ctl", "process",
-};
-static const char *const dom_names[RINGSOCK_DOM_COUNT] = { "inet", "inet6", "unix", "other" };
-static const char *const pt_names[RINGSOCK_PT_COUNT] = {
-	"engine_off", "disabled", "no_io_uring", "table_full", "udp", "listener",
-	"thread", "dup", "fork", "option", "epoll", "blocking", "uring", "urgent",
-};
+_Static_assert(RS_C_COUNT - RS_C_RINGS == RS_ENGINE_COUNTERS, "a counter without a name (names.c)");
 
 int rs_stats_format(char *buf, size_t len)
 {
@@ -149,36 +143,24 @@ int rs_stats_format(char *buf, size_t len)
 	OUT("ringsock[%d]: stats version=%s\n", pid, ringsock_version());
 	OUT("ringsock[%d]: sockets", pid);
 	for (int i = 0; i < RINGSOCK_DOM_COUNT; i++)
-		OUT(" %s=%llu", dom_names[i], (unsigned long long)c[RS_C_SOCKETS_CREATED + i]);
+		OUT(" %s=%llu", rs_dom_names[i], (unsigned long long)c[RS_C_SOCKETS_CREATED + i]);
 	OUT(" tracked=%llu accelerated=%llu\n", (unsigned long long)c[RS_C_SOCKETS_TRACKED],
 	    (unsigned long long)c[RS_C_SOCKETS_ACCELERATED]);
 	OUT("ringsock[%d]: passthrough", pid);
 	for (int i = 0; i < RINGSOCK_PT_COUNT; i++)
-		OUT(" %s=%llu", pt_names[i], (unsigned long long)c[RS_C_PASSTHROUGH + i]);
+		OUT(" %s=%llu", rs_pt_names[i], (unsigned long long)c[RS_C_PASSTHROUGH + i]);
 	OUT("\nringsock[%d]: bytes sent=%llu received=%llu\n", pid,
 	    (unsigned long long)c[RS_C_BYTES_SENT], (unsigned long long)c[RS_C_BYTES_RECEIVED]);
-	OUT("ringsock[%d]: engine rings=%llu uring_enters=%llu calls_nosys=%llu sends_submitted=%llu "
-	    "enobufs=%llu throttled=%llu reclaim_batches=%llu reclaim_returns=%llu frag_chunks=%llu "
-	    "detached=%llu direct=%llu drained=%llu cq_backlogs=%llu rx_overflows=%llu direct_on=%llu "
-	    "direct_off=%llu buf_grows=%llu udp_drops=%llu udp_queued=%llu udp_gso_sends=%llu udp_send_errors=%llu\n",
-	    pid,
-	    (unsigned long long)c[RS_C_RINGS], (unsigned long long)c[RS_C_URING_ENTERS],
-	    (unsigned long long)c[RS_C_CALLS_NOSYS], (unsigned long long)c[RS_C_SENDS_SUBMITTED],
-	    (unsigned long long)c[RS_C_ENOBUFS], (unsigned long long)c[RS_C_THROTTLED],
-	    (unsigned long long)c[RS_C_RECLAIM_BATCHES], (unsigned long long)c[RS_C_RECLAIM_RETURNS],
-	    (unsigned long long)c[RS_C_FRAG_CHUNKS], (unsigned long long)c[RS_C_DETACHED],
-	    (unsigned long long)c[RS_C_DIRECT], (unsigned long long)c[RS_C_DRAINED],
-	    (unsigned long long)c[RS_C_CQ_BACKLOGS], (unsigned long long)c[RS_C_RX_OVERFLOWS],
-	    (unsigned long long)c[RS_C_DIRECT_ON], (unsigned long long)c[RS_C_DIRECT_OFF],
-	    (unsigned long long)c[RS_C_BUF_GROWS], (unsigned long long)c[RS_C_UDP_DROPS],
-	    (unsigned long long)c[RS_C_UDP_QUEUED], (unsigned long long)c[RS_C_UDP_GSO_SENDS],
-	    (unsigned long long)c[RS_C_UDP_SEND_ERRORS]);
+	OUT("ringsock[%d]: engine", pid);
+	for (int i = 0; i < RS_ENGINE_COUNTERS; i++)
+		OUT(" %s=%llu", rs_engine_names[i], (unsigned long long)c[RS_C_RINGS + i]);
+	OUT("\n");
 	OUT("ringsock[%d]: calls.socket", pid);
 	for (int i = 0; i < RINGSOCK_FAM_COUNT; i++)
-		OUT(" %s=%llu", fam_names[i], (unsigned long long)c[RS_C_CALLS_SOCKET + i]);
+		OUT(" %s=%llu", rs_fam_names[i], (unsigned long long)c[RS_C_CALLS_SOCKET + i]);
 	OUT("\nringsock[%d]: calls.other", pid);
 	for (int i = 0; i < RINGSOCK_FAM_COUNT; i++)
-		OUT(" %s=%llu", fam_names[i], (unsigned long long)c[RS_C_CALLS_OTHER + i]);
+		OUT(" %s=%llu", rs_fam_names[i], (unsigned long long)c[RS_C_CALLS_OTHER + i]);
 	OUT("\n");
 #undef OUT
 	return (int)off;

@@ -526,6 +526,11 @@ static void fork_child(struct rs_esock *e)
 	rs_sock_count_passthrough(t->e.sock, RINGSOCK_PT_FORK);
 }
 
+static size_t tx_held(struct rs_esock *e)
+{
+	return rs_tcp_of(e)->tx_bytes;
+}
+
 static int tx_pending(struct rs_esock *e)
 {
 	struct rs_tcp *t = rs_tcp_of(e);
@@ -594,6 +599,7 @@ const struct rs_kind_ops rs_tcp_ops = {
 	.fionread = fionread,
 	.so_error = so_error,
 	.held = held_bytes,
+	.tx_held = tx_held,
 	.shutdown = shutdown_sock,
 };
 

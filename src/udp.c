@@ -1057,6 +1057,11 @@ static int tx_pending(struct rs_esock *e)
 	return udp_of(e)->tx_cnt != 0;
 }
 
+static size_t tx_held(struct rs_esock *e)
+{
+	return udp_of(e)->tx_bytes;
+}
+
 static size_t flush_direct(struct rs_esock *e)
 {
 	struct rs_udp *u = udp_of(e);
@@ -1106,5 +1111,6 @@ const struct rs_kind_ops rs_udp_ops = {
 	.fionread = fionread,
 	.so_error = so_error,
 	.held = held_bytes,
+	.tx_held = tx_held,
 	.shutdown = shutdown_sock,
 };

@@ -12,6 +12,9 @@ void rs_cli_knobs(FILE *out, int man);
 /* check.c: why io_uring cannot serve sockets here, or NULL. */
 const char *rs_cli_io_uring_blocker(const struct rs_config *cfg);
 
+/* stat.c: `ringsock stat ARGS...`; returns the exit status. */
+int rs_cli_stat(int argc, char **argv);
+
 /* progcheck.c: why PROGRAM (a path) cannot take a preload library, or NULL
  * if it can.  Follows one level of #! to the interpreter. */
 const char *rs_prog_blocker(const char *path, char *why, size_t len);

@@ -16,6 +16,7 @@ extern char **environ;
 
 static const char usage[] =
 	"Usage: ringsock [OPTIONS] [--] PROGRAM [ARGS...]\n"
+	"       ringsock stat [--sockets] [--json] [--watch[=SECONDS]] [--count N] [PID...]\n"
 	"       ringsock check [--knobs]\n"
 	"       ringsock knobs [--man]\n"
 	"\n"
@@ -38,6 +39,12 @@ static const char usage[] =
 	"  -V, --version          show the version\n"
 	"\n"
 	"Commands:\n"
+	"  stat                   processes running under ringsock: engine state, sockets,\n"
+	"                         bytes, calls and rates; --sockets adds each socket with\n"
+	"                         the engine's and the kernel's view (rtt, cwnd, queues);\n"
+	"                         --watch refreshes (--count N times); --json for\n"
+	"                         scripts; PIDs to choose\n"
+	"                         (`ringsock -- stat` runs the stat program)\n"
 	"  check                  what this machine's kernel supports, and the knobs\n"
 	"  check --knobs          only the effective knob values\n"
 	"  knobs                  every RINGSOCK_* knob with its default and range\n"
@@ -249,6 +256,9 @@ int main(int argc, char **argv)
 	}
 
 	const char *cmd = optind < argc ? argv[optind] : NULL;
+	/* `ringsock stat`: ours; `ringsock -- stat FILE` runs the program */
+	if (cmd && !strcmp(cmd, "stat") && strcmp(argv[optind - 1], "--"))
+		return rs_cli_stat(argc - optind - 1, argv + optind + 1);
 	int is_check = cmd && !strcmp(cmd, "check");
 	int is_knobs = cmd && !strcmp(cmd, "knobs");
 	if (is_check || is_knobs) {

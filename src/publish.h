@@ -1,0 +1,59 @@
+/* publish.h - what a process under the library publishes for `ringsock
+ * stat` (publish.c writes it, src/cli/stat.c reads it): one shared-memory
+ * segment per process, /dev/shm/ringsock.UID.PID, mode 0600 (its user and
+ * root read it), rewritten by the drain thread every RS_PUB_TICK_MS (or,
+ * without the engine, at socket creation, at most as often), removed at
+ * exit and exec.  A reader copies it under its sequence number (odd:
+ * being written) and retries. */
+#ifndef RS_PUBLISH_H
+#define RS_PUBLISH_H
+
+#include <stdint.h>
+
+#include "ringsock.h"
+
+#define RS_PUB_MAGIC 0x31545352u /* "RST1" */
+#define RS_PUB_VERSION 1
+#define RS_PUB_DIR "/dev/shm"
+#define RS_PUB_PREFIX "ringsock."
+#define RS_PUB_MAX_SOCKS 8192
+#define RS_PUB_TICK_MS 100
+
+enum { RS_PUB_TCP = 1, RS_PUB_UDP = 2 };
+/* A socket's state as the engine sees it. */
+enum {
+	RS_PUB_TRACKED,     /* tracked, not armed (yet): the kernel's calls */
+	RS_PUB_ARMED,       /* served by a ring */
+	RS_PUB_ARMED_KREAD, /* served, its reads the kernel's for now */
+	RS_PUB_LEAVING,     /* being handed back to the kernel */
+	RS_PUB_KERNEL,      /* handed back (detached): the kernel's */
+	RS_PUB_PASSED,      /* passed through for good (reason) */
+};
+
+struct rs_pub_sock {
+	int32_t fd;
+	uint8_t kind;       /* RS_PUB_TCP, RS_PUB_UDP */
+	uint8_t family;     /* 4 or 6 */
+	uint8_t state;      /* RS_PUB_* */
+	uint8_t reason;     /* enum ringsock_passthrough, for PASSED/KERNEL */
+	int64_t rx_held;    /* bytes the engine holds for the program's reads (-1: unknown) */
+	int64_t tx_held;    /* bytes the engine queued, not yet the kernel's (-1: unknown) */
+};
+
+struct rs_pub {
+	uint32_t magic, version;
+	uint32_t seq;             /* odd while being written */
+	int32_t pid;
+	uint64_t starttime;       /* /proc/PID/stat field 22: tells a reused pid */
+	char comm[32];
+	int32_t engine_on;        /* the io_uring engine runs */
+	int32_t pt_reason;        /* else why not (enum ringsock_passthrough) */
+	int64_t updated_ns;       /* CLOCK_MONOTONIC of this copy */
+	int64_t started_ns;       /* CLOCK_MONOTONIC when the library started */
+	struct ringsock_stats stats; /* process-wide counters */
+	uint32_t nsocks;          /* entries below */
+	uint32_t nsocks_total;    /* tracked sockets (more than nsocks: cut) */
+	struct rs_pub_sock socks[RS_PUB_MAX_SOCKS];
+};
+
+#endif

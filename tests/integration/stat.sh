@@ -1,0 +1,122 @@
+# `ringsock stat` against a live server under the launcher (the bench's
+# request-response server, its four connections kept busy by the client
+# on the kernel path):
+#  - the process is listed, engine on, with its four connections served;
+#  - --sockets: each connection with its engine state and the kernel's
+#    view, the same connections ss reports for the port, each with a
+#    kernel rtt (inet_diag through libnl) like ss's;
+#  - --json parses, and its counters grow between two reads;
+#  - another user sees nothing of it, and asking for its pid says so;
+#  - a killed process's segment is removed by the next `stat`;
+#  - RINGSOCK_PUBLISH=0 publishes nothing; an unknown pid exits 1.
+. "$(dirname "$0")/lib.sh"
+need ss
+server=$RS_BUILD/bench/rs-rr-server
+client=$RS_BUILD/bench/rs-rr-client
+[ -x "$server" ] && [ -x "$client" ] || { echo "skip: bench programs not built"; exit 77; }
+[ -w /dev/shm ] || { echo "skip: /dev/shm not writable"; exit 77; }
+port=$(free_port)
+"$RS_CLI" -- "$server" "$port" 1024 127.0.0.1 >/dev/null 2>&1 &
+srv=$!
+for i in $(seq 50); do ss -ltn | grep -q ":$port " && break; sleep 0.1; done
+"$client" 127.0.0.1 "$port" 4 20 >/dev/null 2>&1 &
+cli=$!
+cleanup() { kill "$cli" "$srv" 2>/dev/null; wait 2>/dev/null; rm -rf "$TMP"; }
+trap cleanup EXIT
+# (the four connections are up once the server's counters say so)
+for i in $(seq 100); do
+	"$RS_CLI" stat --json "$srv" >"$TMP/j" 2>/dev/null &&
+		"$PY" -c 'import json,sys; p=json.load(open(sys.argv[1]))["processes"][0]; sys.exit(p["sockets_served"] < 4)' "$TMP/j" &&
+		break
+	sleep 0.1
+done
+
+"$RS_CLI" stat >"$TMP/list"
+cat "$TMP/list"
+check "stat lists the server, engine on" grep -Eq "^$srv +rs-rr-server +on " "$TMP/list"
+check "stat PID exits 0" "$RS_CLI" stat "$srv"
+
+"$RS_CLI" stat --sockets "$srv" >"$TMP/socks"
+cat "$TMP/socks"
+check "--sockets: four connections served (armed), ESTAB in the kernel" \
+	test "$(grep -c " armed .* ESTAB " "$TMP/socks")" = 4
+check "--sockets: the listener is the kernel's (LISTEN)" grep -q " LISTEN" "$TMP/socks"
+# The connections, as LOCAL PEER pairs: ours and ss's for the port.
+grep " armed " "$TMP/socks" | awk '{print $3, $4}' | sort >"$TMP/ours"
+ss -tnH state established "( sport = :$port )" | awk '{print $3, $4}' | sort >"$TMP/ss"
+check "--sockets: the same connections ss reports" diff "$TMP/ours" "$TMP/ss"
+if grep -q "no inet_diag" "$TMP/socks"; then
+	echo "skip: this build has no libnl inet_diag (rtt not shown)"
+else
+	# Every connection has the kernel's rtt; ss's for it is of the same
+	# kind (both > 0 ms on a busy loopback connection).
+	ok_rtt=1
+	while read -r local peer; do
+		ours=$(grep " $local *$peer " "$TMP/socks" | sed -n 's/.* rtt \([0-9.]*\)\/.*/\1/p')
+		theirs=$(ss -tniH state established "( sport = :${local##*:} and dport = :${peer##*:} )" |
+			sed -n 's/.* rtt:\([0-9.]*\)\/.*/\1/p' | head -1)
+		echo "rtt $local -> $peer: ringsock stat ${ours:-none} ms, ss ${theirs:-none} ms"
+		"$PY" -c 'import sys; a,b=float(sys.argv[1]),float(sys.argv[2]); sys.exit(not (a>0 and b>0))' \
+			"${ours:-0}" "${theirs:-0}" || ok_rtt=0
+	done <"$TMP/ours"
+	check "--sockets: a kernel rtt for every connection, as ss has one" test $ok_rtt = 1
+fi
+
+"$RS_CLI" stat --json --sockets "$srv" >"$TMP/j1"
+sleep 1
+"$RS_CLI" stat --json "$srv" >"$TMP/j2"
+check "--json parses, the server with its sockets" "$PY" -c '
+import json, sys
+p = json.load(open(sys.argv[1]))["processes"][0]
+assert p["pid"] == int(sys.argv[2]) and p["engine"] == "on", p
+s = [x for x in p["sockets"] if x["engine"] == "armed"]
+assert len(s) == 4 and all(x["kernel"]["state"] == "ESTAB" for x in s), p["sockets"]
+' "$TMP/j1" "$srv"
+check "counters grow between two reads (bytes sent, calls)" "$PY" -c '
+import json, sys
+a = json.load(open(sys.argv[1]))["processes"][0]
+b = json.load(open(sys.argv[2]))["processes"][0]
+assert b["bytes_sent"] > a["bytes_sent"] and b["calls"] > a["calls"], (a["bytes_sent"], b["bytes_sent"])
+' "$TMP/j1" "$TMP/j2"
+"$RS_CLI" stat --watch=0.2 --count 3 "$srv" >"$TMP/w"
+check "--watch --count 3: three refreshes, then exit 0" test "$?:$(grep -c rs-rr-server "$TMP/w")" = 0:3
+"$RS_CLI" stat --json --watch=0.2 --count 2 "$srv" >"$TMP/wj"
+check "--watch --json: one document per refresh, with rates over the interval" "$PY" -c '
+import json, sys
+docs = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+assert len(docs) == 2 and docs[1]["processes"][0]["rates"]["calls_per_s"] > 0, docs
+' "$TMP/wj"
+timeout --preserve-status -s INT 1 "$RS_CLI" stat --watch "$srv" >/dev/null
+check "--watch ends on SIGINT with exit 0" test $? = 0
+
+# Another user.
+if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
+	cp "$RS_CLI" "$TMP/ringsock" && chmod 755 "$TMP" "$TMP/ringsock"
+	setpriv --reuid=65534 --regid=65534 --clear-groups "$TMP/ringsock" stat >"$TMP/other" 2>&1
+	check "another user's stat does not list the process" sh -c "! grep -q '^$srv ' '$TMP/other'"
+	setpriv --reuid=65534 --regid=65534 --clear-groups "$TMP/ringsock" stat "$srv" >"$TMP/other" 2>&1
+	rc=$?
+	cat "$TMP/other"
+	check "another user asking for its pid: exit 1, permission denied" \
+		sh -c "[ $rc = 1 ] && grep -q 'permission denied' '$TMP/other'"
+else
+	echo "skip: the other-user checks need root and setpriv"
+fi
+
+# A killed process.
+"$RS_CLI" -- sleep 60 &
+victim=$!
+for i in $(seq 50); do ls /dev/shm/ringsock.*."$victim" >/dev/null 2>&1 && break; sleep 0.1; done
+check "a process under the launcher publishes a segment" ls /dev/shm/ringsock.$(id -u)."$victim"
+kill -9 "$victim"
+wait "$victim" 2>/dev/null
+"$RS_CLI" stat >/dev/null
+check "a killed process's segment is removed by the next stat" sh -c "! ls /dev/shm/ringsock.*.$victim 2>/dev/null"
+RINGSOCK_PUBLISH=0 "$RS_CLI" -- sleep 60 &
+quiet=$!
+sleep 0.5
+check "RINGSOCK_PUBLISH=0: nothing published" sh -c "! ls /dev/shm/ringsock.*.$quiet 2>/dev/null"
+kill "$quiet"
+"$RS_CLI" stat 2147483646 2>"$TMP/err"
+check "an unknown pid: exit 1 with a message" sh -c "[ $? = 1 ] && grep -q 'no such process' '$TMP/err'"
+finish
