@@ -261,8 +261,6 @@ void rs_new_fd(int fd, int domain, int type, int protocol)
 	if (rs_sock_eligible(domain, type, protocol)) {
 		if (rs_fd_track(fd, domain, type, protocol) == 0) {
 			rs_stat_add(RS_C_SOCKETS_TRACKED, 1);
-			if (!rs_engine_on)
-				rs_publish_now(0); /* (no drain thread to do it) */
 			/* With the engine on, the socket is counted when the
 			 * engine decides (armed, or passed through and why). */
 			if (!rs_engine_on) {
@@ -270,6 +268,7 @@ void rs_new_fd(int fd, int domain, int type, int protocol)
 				s->pt_counted = 1;
 				rs_stat_add(RS_C_PASSTHROUGH + rs_rt.pt_reason, 1);
 			}
+			rs_publish_call(); /* (when no drain thread does it) */
 		} else {
 			rs_stat_add(RS_C_PASSTHROUGH + RINGSOCK_PT_TABLE_FULL, 1);
 		}

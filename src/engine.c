@@ -92,7 +92,7 @@ static void ring_watchdog(void)
 		rs_ring_unlock(r);
 	}
 	rs_rings_unlock();
-	rs_publish_now(0); /* (at most every RS_PUB_TICK_MS) */
+	rs_publish_tick(); /* (a copy at most every RS_PUB_TICK_MS) */
 }
 
 /* ---- fork ------------------------------------------------------------------ */

@@ -88,6 +88,8 @@ void rs_stats_report_at_exit(void); /* once per process, if RINGSOCK_STATS asks 
 /* ---- publish.c: the process's state for `ringsock stat` ---------------- */
 void rs_publish_init(void);
 void rs_publish_now(int force); /* a copy (force: even if one is recent) */
+void rs_publish_tick(void);     /* the drain thread's look (every RS_WATCH_MS) */
+void rs_publish_call(void);     /* a program's call, when no drain thread ticks */
 void rs_publish_exit(void);     /* exit, exec: the segment goes */
 void rs_publish_atfork_child(void);
 

@@ -1,10 +1,12 @@
 /* publish.c - the process's state for `ringsock stat` (publish.h): a
- * shared-memory segment the drain thread rewrites every RS_PUB_TICK_MS
- * (engine.c's watchdog), or, in a process without the engine (no drain
- * thread), when a socket is created (at most as often); removed at exit
- * and exec.  The program's own calls never write it, so it costs
- * them nothing; its descriptor is closed once mapped, so the program never
- * sees it.  RINGSOCK_PUBLISH=0 turns it off.
+ * shared-memory file the drain thread rewrites every RS_PUB_TICK_MS
+ * (engine.c's watchdog: a process whose engine has made a ring), or, in a
+ * process without a drain thread, the thread that creates a socket (at
+ * most as often); so a process with neither (its sockets all passed
+ * through, or none made since start) shows its first copy, and `ringsock
+ * stat` says how old a copy is.  Removed at exit and exec; a fork child
+ * makes its own at its first copy.  Its descriptor is closed once mapped,
+ * so the program never sees it.  RINGSOCK_PUBLISH=0 turns it off.
  *
  * What a copy holds: the process-wide counters (ringsock_stats_snapshot)
  * and one entry per tracked socket (fd, kind, state, and for sockets a
@@ -28,7 +30,9 @@
 #include "sys.h"
 
 static struct rs_pub *pub;      /* the mapping, NULL when none */
-static char pub_path[64];
+static int pub_pid;              /* the process that made it */
+static int pub_want;             /* publishing is on (made at the first copy) */
+static char pub_path[96];
 static int64_t last_ns;          /* of the last copy [pub_lock] */
 static atomic_int pub_lock;      /* one writer at a time (never waits) */
 
@@ -62,45 +66,60 @@ static uint64_t start_time(void)
 	char *p = strrchr(buf, ')');
 	if (!p)
 		return 0;
-	unsigned long long v = 0;
-	/* state is field 3; starttime is the 20th after it */
 	int field = 2;
 	for (p++; *p && field < 22; p++)
 		if (*p == ' ')
 			field++;
-	if (field == 22)
-		v = strtoull(p, NULL, 10);
-	return v;
+	return field == 22 ? strtoull(p, NULL, 10) : 0;
 }
 
+static uint64_t pid_ns(void)
+{
+	char link[64];
+	long n = rs_syscall(SYS_readlinkat, AT_FDCWD, "/proc/self/ns/pid", link, sizeof(link) - 1);
+	if (n <= 0)
+		return 0;
+	link[n] = 0;
+	char *b = strchr(link, '[');
+	return b ? strtoull(b + 1, NULL, 10) : 0;
+}
+
+/* Make this process's file (never an existing one: O_EXCL), its blocks
+ * allocated now (a full /dev/shm must not fault later), within the
+ * process's file-size limit (a larger file would raise SIGXFSZ). */
 static void pub_create(void)
 {
-	snprintf(pub_path, sizeof(pub_path), RS_PUB_DIR "/" RS_PUB_PREFIX "%u.%d", (unsigned)getuid(), rs_rt.pid);
-	int fd = (int)rs_syscall(SYS_openat, AT_FDCWD, pub_path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+	size_t size = sizeof(struct rs_pub);
+	struct rlimit fl;
+	if (rs_syscall(SYS_prlimit64, 0, RLIMIT_FSIZE, NULL, &fl) == 0 && fl.rlim_cur != RLIM_INFINITY &&
+	    fl.rlim_cur < size) {
+		rs_info("ringsock stat will not see this process: its file-size limit is below %zu bytes", size);
+		return;
+	}
+	int pid = rs_sys_getpid();
+	uint64_t st = start_time();
+	snprintf(pub_path, sizeof(pub_path), RS_PUB_DIR "/" RS_PUB_PREFIX "%u.%d.%llu", (unsigned)getuid(), pid,
+		 (unsigned long long)st);
+	int fd = (int)rs_syscall(SYS_openat, AT_FDCWD, pub_path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+				 0600);
 	if (fd < 0) {
 		rs_info("ringsock stat will not see this process: %s: %s", pub_path, strerror(-fd));
 		return;
 	}
-	struct stat st;
-	/* (a file of this name left by a dead process of ours is reused; one
-	 * of another user's is not) */
-	if (rs_syscall(SYS_fstat, fd, &st) < 0 || st.st_uid != getuid() || !S_ISREG(st.st_mode) ||
-	    rs_syscall(SYS_fchmod, fd, 0600) < 0 || rs_syscall(SYS_ftruncate, fd, 0) < 0 ||
-	    rs_syscall(SYS_ftruncate, fd, sizeof(struct rs_pub)) < 0) {
-		rs_info("ringsock stat will not see this process: %s is not this user's file", pub_path);
-		rs_syscall(SYS_close, fd);
-		return;
-	}
-	void *m = (void *)rs_syscall(SYS_mmap, NULL, sizeof(struct rs_pub), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	long e = rs_syscall(SYS_fallocate, fd, 0, 0, (long)size);
+	void *m = e < 0 ? (void *)e
+			: (void *)rs_syscall(SYS_mmap, NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	rs_syscall(SYS_close, fd);
 	if ((long)m < 0 && (long)m > -4096) {
+		rs_info("ringsock stat will not see this process: %s: %s", pub_path, strerror((int)-(long)m));
 		rs_syscall(SYS_unlink, pub_path);
 		return;
 	}
 	struct rs_pub *p = m;
 	p->version = RS_PUB_VERSION;
-	p->pid = rs_rt.pid;
-	p->starttime = start_time();
+	p->pid = pid;
+	p->pidns = pid_ns();
+	p->starttime = st;
 	char comm[64];
 	if (read_small("/proc/self/comm", comm, sizeof(comm)) > 0) {
 		comm[strcspn(comm, "\n")] = 0;
@@ -109,6 +128,7 @@ static void pub_create(void)
 	}
 	p->started_ns = mono_ns();
 	__atomic_store_n(&p->magic, RS_PUB_MAGIC, __ATOMIC_RELEASE);
+	pub_pid = pid;
 	pub = p;
 }
 
@@ -116,7 +136,7 @@ void rs_publish_init(void)
 {
 	if (!rs_rt.cfg.v[RS_K_PUBLISH] || rs_rt.secure)
 		return;
-	pub_create();
+	pub_want = 1;
 	rs_publish_now(1);
 }
 
@@ -125,12 +145,12 @@ static int sock_kind(const struct rs_sock *s)
 	return s->type == SOCK_DGRAM ? RS_PUB_UDP : RS_PUB_TCP;
 }
 
-/* Bytes held, by fd, of the sockets the rings serve (each ring read under
- * its lock, when free). */
+/* What the rings know of the sockets they own, by fd, each ring read
+ * under its lock when free (*skipped: some was busy). */
 struct held {
 	int fd;
+	uint8_t state;
 	int64_t rx, tx;
-	unsigned kread;
 };
 
 static int by_fd(const void *a, const void *b)
@@ -139,19 +159,29 @@ static int by_fd(const void *a, const void *b)
 	return (x->fd > y->fd) - (x->fd < y->fd);
 }
 
-static size_t ring_held(struct held *h, size_t max)
+static size_t ring_held(struct held *h, size_t max, int *skipped)
 {
 	size_t n = 0;
-	if (!rs_engine_on || rs_rings_trylock() != 0)
+	*skipped = 0;
+	if (!rs_engine_on)
 		return 0;
+	if (rs_rings_trylock() != 0) {
+		*skipped = 1;
+		return 0;
+	}
 	for (struct rs_ring *r = rs_rings(); r; r = r->all_next) {
-		if (rs_ring_trylock(r) != 0)
-			continue; /* (its owner is busy: unknown this time) */
+		if (rs_ring_trylock(r) != 0) {
+			*skipped = 1; /* (its owner is busy: unknown this time) */
+			continue;
+		}
 		if (!__atomic_load_n(&r->dead, __ATOMIC_ACQUIRE))
-			for (struct rs_esock *e = r->owned; e && n < max; e = e->next)
-				if (e->fd >= 0 && !e->closing)
-					h[n++] = (struct held){ e->fd, (int64_t)e->ops->held(e), (int64_t)e->ops->tx_held(e),
-								(unsigned)e->ops->kernel_input(e) };
+			for (struct rs_esock *e = r->owned; e && n < max; e = e->next) {
+				if (e->fd < 0 || e->closing)
+					continue;
+				uint8_t st = e->mode == RS_ES_ARMED ? (e->ops->kernel_input(e) ? RS_PUB_ARMED_KREAD : RS_PUB_ARMED)
+								    : RS_PUB_LEAVING;
+				h[n++] = (struct held){ e->fd, st, (int64_t)e->ops->held(e), (int64_t)e->ops->tx_held(e) };
+			}
 		rs_ring_unlock(r);
 	}
 	rs_rings_unlock();
@@ -161,18 +191,15 @@ static size_t ring_held(struct held *h, size_t max)
 
 /* (The records' fields are read without their owners' locks: a copy for
  * people to look at may be a moment stale, and records are never unmapped;
- * hence no thread-sanitizer reports for it.) */
+ * hence no thread-sanitizer reports for it.  An engine socket's state is
+ * the ring's, read under its lock: the record only says it has one.) */
 __attribute__((no_sanitize("thread"))) static void fill_socks(struct rs_pub *p)
 {
 	static struct held h[RS_PUB_MAX_SOCKS];
-	size_t nh = ring_held(h, RS_PUB_MAX_SOCKS);
+	int skipped;
+	size_t nh = ring_held(h, RS_PUB_MAX_SOCKS, &skipped);
 	uint32_t n = 0, total = 0;
-	struct rlimit rl = { 0, 0 };
-	rs_syscall(SYS_prlimit64, 0, RLIMIT_NOFILE, NULL, &rl);
-	unsigned chunks = (unsigned)((rl.rlim_cur + RS_SLOTS_PER_CHUNK - 1) / RS_SLOTS_PER_CHUNK);
-	if (chunks > RS_SLOT_DIR || !chunks)
-		chunks = RS_SLOT_DIR;
-	for (unsigned c = 0; c < chunks; c++) {
+	for (unsigned c = 0; c < RS_SLOT_DIR; c++) {
 		atomic_uint *chunk = atomic_load_explicit(&rs_slot_dir[c], memory_order_acquire);
 		if (!chunk)
 			continue;
@@ -187,22 +214,16 @@ __attribute__((no_sanitize("thread"))) static void fill_socks(struct rs_pub *p)
 			struct rs_pub_sock *o = &p->socks[n++];
 			*o = (struct rs_pub_sock){ fd, (uint8_t)sock_kind(s), s->domain == AF_INET6 ? 6 : 4, RS_PUB_TRACKED,
 						   s->pt_reason, -1, -1 };
-			struct rs_esock *e = atomic_load_explicit(&s->eng, memory_order_acquire);
-			int mode = e ? RS_LOAD(e->mode) : -1;
-			if (s->no_engine)
-				o->state = RS_PUB_PASSED;
-			else if (mode == RS_ES_ARMED)
-				o->state = RS_PUB_ARMED;
-			else if (mode == RS_ES_DETACHING)
-				o->state = RS_PUB_LEAVING;
-			else if (mode == RS_ES_DETACHED)
-				o->state = RS_PUB_KERNEL;
 			struct held key = { fd, 0, 0, 0 }, *f = nh ? bsearch(&key, h, nh, sizeof(*h), by_fd) : NULL;
-			if (f && o->state == RS_PUB_ARMED) {
+			if (f) {
+				o->state = f->state;
 				o->rx_held = f->rx;
 				o->tx_held = f->tx;
-				if (f->kread)
-					o->state = RS_PUB_ARMED_KREAD;
+			} else if (s->no_engine) {
+				o->state = RS_PUB_PASSED;
+			} else if (atomic_load_explicit(&s->eng, memory_order_acquire)) {
+				/* (on no ring read: handed back, or on a busy one) */
+				o->state = skipped ? RS_PUB_BUSY : RS_PUB_KERNEL;
 			}
 		}
 	}
@@ -212,8 +233,7 @@ __attribute__((no_sanitize("thread"))) static void fill_socks(struct rs_pub *p)
 
 void rs_publish_now(int force)
 {
-	struct rs_pub *p = pub;
-	if (!p)
+	if (!pub_want)
 		return;
 	int z = 0;
 	if (!atomic_compare_exchange_strong(&pub_lock, &z, 1))
@@ -221,41 +241,60 @@ void rs_publish_now(int force)
 	int64_t now = mono_ns();
 	if (force || now - last_ns >= (int64_t)RS_PUB_TICK_MS * 1000000) {
 		last_ns = now;
-		__atomic_store_n(&p->seq, p->seq + 1, __ATOMIC_RELEASE); /* odd: being written */
-		__atomic_thread_fence(__ATOMIC_SEQ_CST);
-		p->engine_on = rs_engine_on;
-		p->pt_reason = rs_engine_on ? __atomic_load_n(&rs_engine_refuse, __ATOMIC_ACQUIRE) : rs_rt.pt_reason;
-		p->stats.size = sizeof(p->stats);
-		ringsock_stats_snapshot(&p->stats);
-		fill_socks(p);
-		p->updated_ns = now;
-		__atomic_thread_fence(__ATOMIC_SEQ_CST);
-		__atomic_store_n(&p->seq, p->seq + 1, __ATOMIC_RELEASE);
+		if (pub && pub_pid != rs_sys_getpid())
+			pub = NULL; /* a child of a fork our handlers did not see (daemon()):
+				     * the parent's file stays the parent's */
+		if (!pub)
+			pub_create();
+		struct rs_pub *p = pub;
+		if (p) {
+			__atomic_store_n(&p->seq, p->seq + 1, __ATOMIC_RELEASE); /* odd: being written */
+			__atomic_thread_fence(__ATOMIC_SEQ_CST);
+			p->engine_on = rs_engine_on;
+			p->pt_reason = rs_engine_on ? __atomic_load_n(&rs_engine_refuse, __ATOMIC_ACQUIRE) : rs_rt.pt_reason;
+			p->stats.size = sizeof(p->stats);
+			ringsock_stats_snapshot(&p->stats);
+			fill_socks(p);
+			p->updated_ns = now;
+			__atomic_thread_fence(__ATOMIC_SEQ_CST);
+			__atomic_store_n(&p->seq, p->seq + 1, __ATOMIC_RELEASE);
+		}
 	}
 	atomic_store(&pub_lock, 0);
 }
 
+static atomic_int ticking; /* the drain thread makes the copies */
+
+void rs_publish_tick(void)
+{
+	atomic_store_explicit(&ticking, 1, memory_order_relaxed);
+	rs_publish_now(0);
+}
+
+void rs_publish_call(void)
+{
+	if (!atomic_load_explicit(&ticking, memory_order_relaxed))
+		rs_publish_now(0);
+}
+
+/* Exit and exec: the file goes.  The mapping stays (another thread may be
+ * writing it this moment; the kernel drops it with the process image). */
 void rs_publish_exit(void)
 {
-	struct rs_pub *p = pub;
-	if (!p)
+	if (!pub_want)
 		return;
+	pub_want = 0;
+	if (pub && pub_pid == rs_sys_getpid())
+		rs_syscall(SYS_unlink, pub_path);
 	pub = NULL;
-	rs_syscall(SYS_unlink, pub_path);
-	rs_syscall(SYS_munmap, p, sizeof(*p));
 }
 
+/* A fork child: the parent's file stays the parent's; the child makes its
+ * own at its first copy (a child that execs at once never does). */
 void rs_publish_atfork_child(void)
 {
-	/* The parent's segment stays the parent's: this process makes its own. */
-	struct rs_pub *p = pub;
 	pub = NULL;
+	atomic_store(&ticking, 0); /* (no drain thread until it makes a ring) */
 	atomic_store(&pub_lock, 0);
 	last_ns = 0;
-	if (p)
-		rs_syscall(SYS_munmap, p, sizeof(*p));
-	if (p || (rs_rt.cfg.v[RS_K_PUBLISH] && !rs_rt.secure)) {
-		pub_create();
-		rs_publish_now(1);
-	}
 }

@@ -1,10 +1,13 @@
 /* publish.h - what a process under the library publishes for `ringsock
  * stat` (publish.c writes it, src/cli/stat.c reads it): one shared-memory
- * segment per process, /dev/shm/ringsock.UID.PID, mode 0600 (its user and
- * root read it), rewritten by the drain thread every RS_PUB_TICK_MS (or,
- * without the engine, at socket creation, at most as often), removed at
- * exit and exec.  A reader copies it under its sequence number (odd:
- * being written) and retries. */
+ * file per process, /dev/shm/ringsock.UID.PID.START (START: the process's
+ * start time, /proc/PID/stat field 22, so a reused pid never meets an old
+ * file), created O_EXCL with mode 0600 (its user and root read it),
+ * rewritten by the drain thread every RS_PUB_TICK_MS (a process with the
+ * engine running; without it, at socket creation, at most as often),
+ * removed at exit and exec.  A reader copies it under its sequence number
+ * (odd: being written) and retries; it shows only files of its own pid
+ * namespace (pidns), and trusts none of the contents. */
 #ifndef RS_PUBLISH_H
 #define RS_PUBLISH_H
 
@@ -13,7 +16,7 @@
 #include "ringsock.h"
 
 #define RS_PUB_MAGIC 0x31545352u /* "RST1" */
-#define RS_PUB_VERSION 1
+#define RS_PUB_VERSION 2
 #define RS_PUB_DIR "/dev/shm"
 #define RS_PUB_PREFIX "ringsock."
 #define RS_PUB_MAX_SOCKS 8192
@@ -28,6 +31,7 @@ enum {
 	RS_PUB_LEAVING,     /* being handed back to the kernel */
 	RS_PUB_KERNEL,      /* handed back (detached): the kernel's */
 	RS_PUB_PASSED,      /* passed through for good (reason) */
+	RS_PUB_BUSY,        /* on a ring that was busy when the copy was made */
 };
 
 struct rs_pub_sock {
@@ -44,6 +48,7 @@ struct rs_pub {
 	uint32_t magic, version;
 	uint32_t seq;             /* odd while being written */
 	int32_t pid;
+	uint64_t pidns;           /* the inode of /proc/self/ns/pid */
 	uint64_t starttime;       /* /proc/PID/stat field 22: tells a reused pid */
 	char comm[32];
 	int32_t engine_on;        /* the io_uring engine runs */
@@ -55,5 +60,7 @@ struct rs_pub {
 	uint32_t nsocks_total;    /* tracked sockets (more than nsocks: cut) */
 	struct rs_pub_sock socks[RS_PUB_MAX_SOCKS];
 };
+/* (a change of layout must change the version) */
+_Static_assert(sizeof(struct rs_pub) == 197200, "struct rs_pub changed: bump RS_PUB_VERSION and this size");
 
 #endif

@@ -13,7 +13,9 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <arpa/inet.h>
 #include <inttypes.h>
+#include <stddef.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,8 +42,8 @@ static int64_t mono_ns(void)
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-/* Field 22 of /proc/PID/stat, 0 if the process is gone (or a zombie:
- * it will never update its segment again). */
+/* Field 22 of /proc/PID/stat, 0 if the process is gone (or a zombie
+ * with no thread left: it will never write its file again). */
 static uint64_t start_time(int pid)
 {
 	char path[64], buf[1024];
@@ -53,8 +55,21 @@ static uint64_t start_time(int pid)
 	fclose(f);
 	buf[n] = 0;
 	char *p = strrchr(buf, ')');
-	if (!p || p[1] != ' ' || p[2] == 'Z' || p[2] == 'X')
+	if (!p || p[1] != ' ')
 		return 0;
+	if (p[2] == 'Z' || p[2] == 'X') {
+		/* (a leader that called pthread_exit is a zombie while its
+		 * other threads run) */
+		snprintf(path, sizeof(path), "/proc/%d/task", pid);
+		DIR *d = opendir(path);
+		int tasks = 0;
+		for (struct dirent *de; d && (de = readdir(d));)
+			tasks += de->d_name[0] != '.';
+		if (d)
+			closedir(d);
+		if (tasks <= 1)
+			return 0;
+	}
 	int field = 2;
 	for (p++; *p && field < 22; p++)
 		if (*p == ' ')
@@ -62,40 +77,90 @@ static uint64_t start_time(int pid)
 	return field == 22 ? strtoull(p, NULL, 10) : 0;
 }
 
-/* A consistent copy of the segment at path: 0, -errno, or -ESTALE (its
- * process is gone: the segment was removed if this user may). */
-static int read_pub(const char *path, struct rs_pub **out)
+static uint64_t my_pidns(void)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	char link[64];
+	ssize_t n = readlink("/proc/self/ns/pid", link, sizeof(link) - 1);
+	if (n <= 0)
+		return 0;
+	link[n] = 0;
+	char *b = strchr(link, '[');
+	return b ? strtoull(b + 1, NULL, 10) : 0;
+}
+
+/* A file name of ours: ringsock.UID.PID.START, exactly (no other spelling
+ * of the same numbers). */
+static int parse_name(const char *name, unsigned *uid, int *pid, unsigned long long *start)
+{
+	char back[128];
+	if (sscanf(name, RS_PUB_PREFIX "%u.%d.%llu", uid, pid, start) != 3 || *pid <= 0)
+		return -1;
+	snprintf(back, sizeof(back), RS_PUB_PREFIX "%u.%d.%llu", *uid, *pid, *start);
+	return strcmp(back, name) ? -1 : 0;
+}
+
+static int pread_all(int fd, void *buf, size_t len, off_t off)
+{
+	return pread(fd, buf, len, off) == (ssize_t)len ? 0 : -EIO;
+}
+
+/* A consistent, checked copy of the file name (in RS_PUB_DIR): 0, -errno,
+ * -ESTALE (its process is gone: the file was removed if this user may),
+ * -EXDEV (another pid namespace's: neither shown nor removed), -EPROTO (not
+ * a file this version reads), -EBUSY (being written for too long). */
+static int read_pub(const char *name, struct rs_pub **out)
+{
+	unsigned uid;
+	int pid;
+	unsigned long long start;
+	if (parse_name(name, &uid, &pid, &start) < 0)
+		return -EINVAL;
+	char path[300];
+	snprintf(path, sizeof(path), RS_PUB_DIR "/%s", name);
+	/* (O_NONBLOCK: a FIFO of that name must not hang us) */
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
 	if (fd < 0)
 		return -errno;
 	struct stat st;
-	if (fstat(fd, &st) < 0 || (size_t)st.st_size < sizeof(struct rs_pub)) {
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != uid || st.st_nlink != 1 ||
+	    (size_t)st.st_size != sizeof(struct rs_pub)) {
 		close(fd);
-		return -EINVAL;
+		return -EPROTO;
 	}
-	const struct rs_pub *m = mmap(NULL, sizeof(struct rs_pub), PROT_READ, MAP_SHARED, fd, 0);
-	close(fd);
-	if (m == MAP_FAILED)
-		return -errno;
 	struct rs_pub *c = malloc(sizeof(*c));
-	int r = -EAGAIN;
-	for (int tries = 0; c && tries < 100 && r == -EAGAIN; tries++) {
-		uint32_t s1 = __atomic_load_n(&m->seq, __ATOMIC_ACQUIRE);
+	size_t head = offsetof(struct rs_pub, socks);
+	int r = -EBUSY;
+	for (int tries = 0; c && tries < 100 && r == -EBUSY; tries++) {
+		uint32_t s1, s2;
+		if (pread_all(fd, c, head, 0) < 0) {
+			r = -EIO;
+			break;
+		}
+		s1 = c->seq;
 		if (s1 & 1) {
 			struct timespec ts = { 0, 1000000 };
 			nanosleep(&ts, NULL);
 			continue;
 		}
-		memcpy(c, m, sizeof(*c));
-		__atomic_thread_fence(__ATOMIC_ACQUIRE);
-		if (__atomic_load_n(&m->seq, __ATOMIC_RELAXED) == s1)
+		if (c->nsocks > RS_PUB_MAX_SOCKS)
+			c->nsocks = RS_PUB_MAX_SOCKS;
+		if (pread_all(fd, c->socks, c->nsocks * sizeof(c->socks[0]), (off_t)head) < 0 ||
+		    pread_all(fd, &s2, sizeof(s2), (off_t)offsetof(struct rs_pub, seq)) < 0) {
+			r = -EIO;
+			break;
+		}
+		if (s1 == s2)
 			r = 0;
 	}
-	munmap((void *)m, sizeof(struct rs_pub));
-	if (r == 0 && (c->magic != RS_PUB_MAGIC || c->version != RS_PUB_VERSION))
+	close(fd);
+	if (!c)
+		return -ENOMEM;
+	if (r == 0 && (c->magic != RS_PUB_MAGIC || c->version != RS_PUB_VERSION || c->stats.size != sizeof(c->stats) ||
+		       c->pid != pid || c->starttime != start))
 		r = -EPROTO;
-	if (r == 0 && (!c->starttime || start_time(c->pid) != c->starttime)) {
+	if ((r == 0 || r == -EBUSY) && c->pidns != my_pidns())
+		r = -EXDEV;
+	if ((r == 0 || r == -EBUSY) && start_time(pid) != start) {
 		unlink(path); /* (stale: its process is gone) */
 		r = -ESTALE;
 	}
@@ -103,16 +168,23 @@ static int read_pub(const char *path, struct rs_pub **out)
 		free(c);
 		return r;
 	}
+	c->comm[sizeof(c->comm) - 1] = 0;
 	*out = c;
 	return 0;
 }
 
-static void seg_path(char *buf, size_t len, unsigned uid, int pid)
+static void *xrealloc(void *p, size_t n)
 {
-	snprintf(buf, len, RS_PUB_DIR "/" RS_PUB_PREFIX "%u.%d", uid, pid);
+	void *q = realloc(p, n);
+	if (!q) {
+		fprintf(stderr, "ringsock stat: out of memory\n");
+		exit(1);
+	}
+	return q;
 }
 
-/* Every readable live segment (and the stale ones removed on the way). */
+/* Every readable live file of this pid namespace (the stale ones removed
+ * on the way). */
 static int list_all(struct proc **out)
 {
 	DIR *d = opendir(RS_PUB_DIR);
@@ -122,19 +194,12 @@ static int list_all(struct proc **out)
 		return 0;
 	struct dirent *de;
 	while ((de = readdir(d))) {
-		unsigned uid;
-		int pid;
-		char tail;
-		if (sscanf(de->d_name, RS_PUB_PREFIX "%u.%d%c", &uid, &pid, &tail) != 2)
-			continue;
-		char path[300];
-		seg_path(path, sizeof(path), uid, pid);
 		struct rs_pub *p;
-		if (read_pub(path, &p) < 0)
-			continue; /* (another user's, stale, or not ours to read) */
+		if (strncmp(de->d_name, RS_PUB_PREFIX, strlen(RS_PUB_PREFIX)) || read_pub(de->d_name, &p) < 0)
+			continue; /* (another user's, stale, another namespace's, not ours to read) */
 		if (n == cap) {
 			cap = cap ? cap * 2 : 16;
-			*out = realloc(*out, (size_t)cap * sizeof(**out));
+			*out = xrealloc(*out, (size_t)cap * sizeof(**out));
 		}
 		(*out)[n++] = (struct proc){ p, NULL };
 	}
@@ -142,29 +207,29 @@ static int list_all(struct proc **out)
 	return n;
 }
 
-/* The segment of one pid, whoever's it is (an error message when none). */
+/* The file of one pid: its name from /proc/PID (the real uid, the start
+ * time). */
 static int find_pid(int pid, struct proc *out)
 {
-	DIR *d = opendir(RS_PUB_DIR);
-	int err = -ESRCH;
-	struct dirent *de;
-	while (d && (de = readdir(d))) {
-		unsigned uid;
-		int p2;
-		char tail;
-		if (sscanf(de->d_name, RS_PUB_PREFIX "%u.%d%c", &uid, &p2, &tail) != 2 || p2 != pid)
-			continue;
-		char path[300];
-		seg_path(path, sizeof(path), uid, pid);
-		err = read_pub(path, &out->p);
-		out->prev_sample = NULL;
-		break;
-	}
-	if (d)
-		closedir(d);
-	if (err == -ESTALE)
-		err = -ESRCH;
-	return err;
+	char path[64], line[256], name[128];
+	unsigned long long start = start_time(pid);
+	unsigned uid = 0;
+	int have_uid = 0;
+	snprintf(path, sizeof(path), "/proc/%d/status", pid);
+	FILE *f = start ? fopen(path, "re") : NULL;
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "Uid: %u", &uid) == 1) {
+			have_uid = 1;
+			break;
+		}
+	if (f)
+		fclose(f);
+	if (!have_uid)
+		return -ESRCH;
+	snprintf(name, sizeof(name), RS_PUB_PREFIX "%u.%d.%llu", uid, pid, start);
+	out->prev_sample = NULL;
+	int e = read_pub(name, &out->p);
+	return e == -ENOENT || e == -ESTALE || e == -EXDEV ? -ESRCH : e;
 }
 
 /* ---- sockets: the kernel's view -------------------------------------------------- */
@@ -191,31 +256,22 @@ static const char *state_name(unsigned s, int udp)
 	return s < sizeof(tcp_states) / sizeof(tcp_states[0]) ? tcp_states[s] : "?";
 }
 
-/* "0100007F:1F90" (IPv4) or 32 hex digits (IPv6, four host-order words). */
+/* "0100007F:1F90" (IPv4) or 32 hex digits (IPv6): the address's 32-bit
+ * words as the kernel printed them (%08X of each, in this host's order:
+ * their bytes in memory are the address's). */
 static void addr_text(const char *hex, int v6, char *out, size_t len)
 {
 	const char *colon = strchr(hex, ':');
 	unsigned port = colon ? (unsigned)strtoul(colon + 1, NULL, 16) : 0;
-	if (!v6) {
-		unsigned a = (unsigned)strtoul(hex, NULL, 16);
-		snprintf(out, len, "%u.%u.%u.%u:%u", a & 255, (a >> 8) & 255, (a >> 16) & 255, a >> 24, port);
-		return;
-	}
-	unsigned w[4];
+	uint32_t w[4] = { 0 };
 	char word[9] = { 0 };
-	for (int i = 0; i < 4; i++) {
+	for (int i = 0; i < (v6 ? 4 : 1); i++) {
 		memcpy(word, hex + 8 * i, 8);
-		w[i] = (unsigned)strtoul(word, NULL, 16);
+		w[i] = (uint32_t)strtoul(word, NULL, 16);
 	}
-	unsigned char b[16];
-	for (int i = 0; i < 4; i++)
-		for (int j = 0; j < 4; j++)
-			b[4 * i + j] = (unsigned char)(w[i] >> (8 * j));
-	char t[48];
-	int o = 0;
-	for (int i = 0; i < 16; i += 2)
-		o += snprintf(t + o, sizeof(t) - (size_t)o, "%s%x", i ? ":" : "", (b[i] << 8) | b[i + 1]);
-	snprintf(out, len, "[%s]:%u", t, port);
+	char t[INET6_ADDRSTRLEN] = "?";
+	inet_ntop(v6 ? AF_INET6 : AF_INET, w, t, sizeof(t));
+	snprintf(out, len, v6 ? "[%s]:%u" : "%s:%u", t, port);
 }
 
 static void read_net(struct kviews *kv, int pid, const char *file, int v6)
@@ -236,7 +292,7 @@ static void read_net(struct kviews *kv, int pid, const char *file, int v6)
 			continue;
 		if (kv->n == kv->cap) {
 			kv->cap = kv->cap ? kv->cap * 2 : 64;
-			kv->v = realloc(kv->v, kv->cap * sizeof(*kv->v));
+			kv->v = xrealloc(kv->v, kv->cap * sizeof(*kv->v));
 		}
 		struct kview *k = &kv->v[kv->n++];
 		memset(k, 0, sizeof(*k));
@@ -281,7 +337,19 @@ static unsigned fd_inode(int pid, int fd)
 
 /* ---- output ---------------------------------------------------------------------------- */
 
-static const char *const sock_states[] = { "tracked", "armed", "armed (kernel reads)", "leaving", "kernel", "passed" };
+static const char *const sock_states[] = { "tracked", "armed", "armed (kernel reads)", "leaving", "kernel", "passed",
+					   "busy" };
+#define NSTATES (int)(sizeof(sock_states) / sizeof(sock_states[0]))
+
+/* The command name, printable (a program chooses its own). */
+static const char *comm_text(const struct rs_pub *p, char *buf, size_t len)
+{
+	size_t i = 0;
+	for (; p->comm[i] && i + 1 < len && i < sizeof(p->comm); i++)
+		buf[i] = (p->comm[i] > 0x20 && p->comm[i] < 0x7f) ? p->comm[i] : '?';
+	buf[i] = 0;
+	return buf;
+}
 
 static const char *engine_text(const struct rs_pub *p)
 {
@@ -320,8 +388,8 @@ static void json_str(FILE *o, const char *s)
 	for (; *s; s++) {
 		if (*s == '"' || *s == '\\')
 			fprintf(o, "\\%c", *s);
-		else if ((unsigned char)*s < 0x20)
-			fprintf(o, "\\u%04x", *s);
+		else if ((unsigned char)*s < 0x20 || (unsigned char)*s >= 0x7f)
+			fprintf(o, "\\u%04x", (unsigned char)*s); /* (a name cut mid-UTF-8 stays valid JSON) */
 		else
 			fputc(*s, o);
 	}
@@ -364,8 +432,13 @@ static void print_text(FILE *o, struct proc *ps, int n, int sockets)
 		human(rs_, sizeof(rs_), vs);
 		human(rr, sizeof(rr), vr);
 		human(rc, sizeof(rc), vc);
-		fprintf(o, "%-8d %-16s %-6s %-19s %10s %10s %10s %9s %9s %9s\n", p->pid, p->comm, engine_text(p), socks,
-			sent, recv, calls, rs_, rr, rc);
+		char comm[32];
+		fprintf(o, "%-8d %-16s %-6s %-19s %10s %10s %10s %9s %9s %9s\n", p->pid, comm_text(p, comm, sizeof(comm)),
+			engine_text(p), socks, sent, recv, calls, rs_, rr, rc);
+		double age = (double)(mono_ns() - p->updated_ns) / 1e9;
+		if (age >= 1)
+			fprintf(o, "         (this copy is %.0f s old: the process has no thread of the library's to refresh it)\n",
+				age);
 		if (strcmp(engine_text(p), "on"))
 			fprintf(o, "         engine off: %s\n", reason_name(p->pt_reason));
 		if (passed) {
@@ -391,7 +464,7 @@ static void print_text(FILE *o, struct proc *ps, int n, int sockets)
 			struct kview *v = kv_find(&kv, fd_inode(p->pid, k->fd));
 			char kind[8], state[48], rx[24] = "-", tx[24] = "-";
 			snprintf(kind, sizeof(kind), "%s%d", k->kind == RS_PUB_UDP ? "udp" : "tcp", k->family);
-			snprintf(state, sizeof(state), "%s%s%s", sock_states[k->state < 6 ? k->state : 0],
+			snprintf(state, sizeof(state), "%s%s%s", sock_states[k->state < NSTATES ? k->state : 0],
 				 k->state == RS_PUB_PASSED ? ": " : "", k->state == RS_PUB_PASSED ? reason_name(k->reason) : "");
 			if (k->rx_held >= 0)
 				snprintf(rx, sizeof(rx), "%" PRId64, k->rx_held);
@@ -424,7 +497,8 @@ static void print_json(FILE *o, struct proc *ps, int n, int sockets)
 		const struct ringsock_stats *s = &p->stats;
 		double vs, vr, vc;
 		rates(&ps[i], &vs, &vr, &vc);
-		fprintf(o, "%s{\"pid\":%d,\"command\":", i ? "," : "", p->pid);
+		fprintf(o, "%s{\"pid\":%d,\"age_s\":%.3f,\"command\":", i ? "," : "", p->pid,
+			(double)(mono_ns() - p->updated_ns) / 1e9);
 		json_str(o, p->comm);
 		fprintf(o, ",\"engine\":\"%s\",\"reason\":\"%s\",\"uptime_s\":%.3f,", engine_text(p),
 			p->pt_reason ? reason_name(p->pt_reason) : "", (double)(p->updated_ns - p->started_ns) / 1e9);
@@ -454,7 +528,7 @@ static void print_json(FILE *o, struct proc *ps, int n, int sockets)
 				fprintf(o, "%s{\"fd\":%d,\"kind\":\"%s%d\",\"engine\":\"%s\",\"reason\":\"%s\",\"rx_held\":%" PRId64
 					   ",\"tx_held\":%" PRId64,
 					j ? "," : "", k->fd, k->kind == RS_PUB_UDP ? "udp" : "tcp", k->family,
-					sock_states[k->state < 6 ? k->state : 0],
+					sock_states[k->state < NSTATES ? k->state : 0],
 					k->state == RS_PUB_PASSED ? reason_name(k->reason) : "", k->rx_held, k->tx_held);
 				if (v) {
 					fprintf(o, ",\"local\":\"%s\",\"peer\":\"%s\",\"kernel\":{\"state\":\"%s\",\"send_q\":%u,\"recv_q\":%u",
@@ -498,7 +572,7 @@ static int gather(int npids, const int *pids, struct proc **out, int *n)
 		return 0;
 	}
 	int bad = 0;
-	*out = calloc((size_t)npids, sizeof(**out));
+	*out = xrealloc(NULL, (size_t)npids * sizeof(**out));
 	*n = 0;
 	for (int i = 0; i < npids; i++) {
 		int e = find_pid(pids[i], &(*out)[*n]);
@@ -511,6 +585,11 @@ static int gather(int npids, const int *pids, struct proc **out, int *n)
 			fprintf(stderr, "ringsock stat: %d: no such process running under ringsock\n", pids[i]);
 		else if (e == -EACCES || e == -EPERM)
 			fprintf(stderr, "ringsock stat: %d: permission denied (another user's process)\n", pids[i]);
+		else if (e == -EPROTO)
+			fprintf(stderr, "ringsock stat: %d: its file is not one this ringsock reads (another version?)\n",
+				pids[i]);
+		else if (e == -EBUSY)
+			fprintf(stderr, "ringsock stat: %d: its file was being written the whole time; try again\n", pids[i]);
 		else
 			fprintf(stderr, "ringsock stat: %d: %s\n", pids[i], strerror(-e));
 	}
@@ -531,13 +610,11 @@ int rs_cli_stat(int argc, char **argv)
 			json = 1;
 		} else if (!strcmp(a, "--watch") || !strcmp(a, "-w")) {
 			watch = 1;
-			if (i + 1 < argc && strtod(argv[i + 1], &end) > 0 && !*end)
-				interval = strtod(argv[++i], NULL);
 		} else if (!strncmp(a, "--watch=", 8)) {
 			watch = 1;
 			interval = strtod(a + 8, &end);
-			if (*end || interval <= 0) {
-				fprintf(stderr, "ringsock stat: bad interval '%s'\n", a + 8);
+			if (*end || !(interval >= 0.05 && interval <= 3600)) {
+				fprintf(stderr, "ringsock stat: bad interval '%s' (0.05 to 3600 seconds)\n", a + 8);
 				free(pids);
 				return 2;
 			}
@@ -591,9 +668,10 @@ int rs_cli_stat(int argc, char **argv)
 		rc = gather(npids, pids, &ps, &n);
 		for (int i = 0; i < n; i++)
 			for (int j = 0; j < nprev; j++)
-				if (prev[j].p->pid == ps[i].p->pid && prev[j].p->starttime == ps[i].p->starttime)
+				if (prev[j].p->pid == ps[i].p->pid && prev[j].p->starttime == ps[i].p->starttime &&
+				    prev[j].p->started_ns == ps[i].p->started_ns) /* (an exec starts afresh) */
 					ps[i].prev_sample = &prev[j];
-		if (!json)
+		if (!json && isatty(STDOUT_FILENO))
 			printf("\033[H\033[2J");
 		if (json)
 			print_json(stdout, ps, n, sockets);

@@ -19,17 +19,23 @@ port=$(free_port)
 "$RS_CLI" -- "$server" "$port" 1024 127.0.0.1 >/dev/null 2>&1 &
 srv=$!
 for i in $(seq 50); do ss -ltn | grep -q ":$port " && break; sleep 0.1; done
-"$client" 127.0.0.1 "$port" 4 20 >/dev/null 2>&1 &
+"$client" 127.0.0.1 "$port" 4 120 >/dev/null 2>&1 &
 cli=$!
-cleanup() { kill "$cli" "$srv" 2>/dev/null; wait 2>/dev/null; rm -rf "$TMP"; }
+victim=
+quiet=
+cleanup() { kill "$cli" "$srv" $victim $quiet 2>/dev/null; wait 2>/dev/null; rm -rf "$TMP"; }
 trap cleanup EXIT
-# (the four connections are up once the server's counters say so)
-for i in $(seq 100); do
-	"$RS_CLI" stat --json "$srv" >"$TMP/j" 2>/dev/null &&
-		"$PY" -c 'import json,sys; p=json.load(open(sys.argv[1]))["processes"][0]; sys.exit(p["sockets_served"] < 4)' "$TMP/j" &&
+# (the four connections are up once the server's copy says so)
+up=0
+for i in $(seq 300); do
+	if "$RS_CLI" stat --json "$srv" >"$TMP/j" 2>/dev/null &&
+		"$PY" -c 'import json,sys; p=json.load(open(sys.argv[1]))["processes"][0]; sys.exit(p["sockets_served"] < 4)' "$TMP/j"; then
+		up=1
 		break
+	fi
 	sleep 0.1
 done
+check "the server's copy shows its four connections served" test $up = 1
 
 "$RS_CLI" stat >"$TMP/list"
 cat "$TMP/list"
@@ -86,7 +92,11 @@ import json, sys
 docs = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
 assert len(docs) == 2 and docs[1]["processes"][0]["rates"]["calls_per_s"] > 0, docs
 ' "$TMP/wj"
-timeout --preserve-status -s INT 1 "$RS_CLI" stat --watch "$srv" >/dev/null
+"$RS_CLI" stat --watch "$srv" >"$TMP/wi" &
+watcher=$!
+for i in $(seq 100); do grep -q rs-rr-server "$TMP/wi" && break; sleep 0.1; done
+kill -INT $watcher
+wait $watcher
 check "--watch ends on SIGINT with exit 0" test $? = 0
 
 # Another user.
@@ -106,17 +116,28 @@ fi
 # A killed process.
 "$RS_CLI" -- sleep 60 &
 victim=$!
-for i in $(seq 50); do ls /dev/shm/ringsock.*."$victim" >/dev/null 2>&1 && break; sleep 0.1; done
-check "a process under the launcher publishes a segment" ls /dev/shm/ringsock.$(id -u)."$victim"
+for i in $(seq 50); do ls /dev/shm/ringsock.*."$victim".* >/dev/null 2>&1 && break; sleep 0.1; done
+check "a process under the launcher publishes its file" ls /dev/shm/ringsock.$(id -u)."$victim".*
 kill -9 "$victim"
 wait "$victim" 2>/dev/null
 "$RS_CLI" stat >/dev/null
-check "a killed process's segment is removed by the next stat" sh -c "! ls /dev/shm/ringsock.*.$victim 2>/dev/null"
+check "a killed process's file is removed by the next stat" sh -c "! ls /dev/shm/ringsock.*.$victim.* 2>/dev/null"
+victim=
+"$RS_CLI" -- sh -c 'echo $$ >"$1"; sleep 0.3' sh "$TMP/pid"
+check "a process that exits removes its file" sh -c "! ls /dev/shm/ringsock.*.$(cat "$TMP/pid").* 2>/dev/null"
+# A file-size limit below the file's size: no file, and no SIGXFSZ.
+check "a low RLIMIT_FSIZE: the program runs as without us" sh -c "ulimit -f 100; '$RS_CLI' -- /bin/true"
 RINGSOCK_PUBLISH=0 "$RS_CLI" -- sleep 60 &
 quiet=$!
-sleep 0.5
-check "RINGSOCK_PUBLISH=0: nothing published" sh -c "! ls /dev/shm/ringsock.*.$quiet 2>/dev/null"
+for i in $(seq 50); do [ "$(readlink /proc/$quiet/exe)" = "$(readlink -f "$(command -v sleep)")" ] && break; sleep 0.1; done
+check "RINGSOCK_PUBLISH=0: nothing published" sh -c "! ls /dev/shm/ringsock.*.$quiet.* 2>/dev/null"
 kill "$quiet"
+quiet=
+# Hostile files in /dev/shm: a FIFO, another user's name on our file.
+mkfifo "/dev/shm/ringsock.$(id -u).1.1" 2>/dev/null
+timeout 10 "$RS_CLI" stat >/dev/null
+check "a FIFO named like a file of ours does not hang stat" test $? != 124
+rm -f "/dev/shm/ringsock.$(id -u).1.1"
 "$RS_CLI" stat 2147483646 2>"$TMP/err"
 check "an unknown pid: exit 1 with a message" sh -c "[ $? = 1 ] && grep -q 'no such process' '$TMP/err'"
 finish
