@@ -61,16 +61,7 @@ static ssize_t read_small(const char *path, char *buf, size_t len)
 static uint64_t start_time(void)
 {
 	char buf[1024];
-	if (read_small("/proc/self/stat", buf, sizeof(buf)) < 0)
-		return 0;
-	char *p = strrchr(buf, ')');
-	if (!p)
-		return 0;
-	int field = 2;
-	for (p++; *p && field < 22; p++)
-		if (*p == ' ')
-			field++;
-	return field == 22 ? strtoull(p, NULL, 10) : 0;
+	return read_small("/proc/self/stat", buf, sizeof(buf)) < 0 ? 0 : rs_pub_stat_start(buf, NULL);
 }
 
 static uint64_t pid_ns(void)
@@ -80,8 +71,7 @@ static uint64_t pid_ns(void)
 	if (n <= 0)
 		return 0;
 	link[n] = 0;
-	char *b = strchr(link, '[');
-	return b ? strtoull(b + 1, NULL, 10) : 0;
+	return rs_pub_ns_inode(link);
 }
 
 /* Make this process's file (never an existing one: O_EXCL), its blocks

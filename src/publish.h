@@ -60,6 +60,40 @@ struct rs_pub {
 	uint32_t nsocks_total;    /* tracked sockets (more than nsocks: cut) */
 	struct rs_pub_sock socks[RS_PUB_MAX_SOCKS];
 };
+/* Field 22 (starttime) of a /proc/PID/stat line, after the command's
+ * closing parenthesis (the command may hold spaces and parentheses); 0
+ * when absent.  state: the process's state letter, when asked for. */
+static inline unsigned long long rs_pub_stat_start(const char *line, char *state)
+{
+	const char *p = line;
+	for (const char *q = line; *q; q++)
+		if (*q == ')')
+			p = q;
+	if (*p != ')' || p[1] != ' ')
+		return 0;
+	if (state)
+		*state = p[2];
+	int field = 2;
+	for (p++; *p && field < 22; p++)
+		if (*p == ' ')
+			field++;
+	unsigned long long v = 0;
+	for (; field == 22 && *p >= '0' && *p <= '9'; p++)
+		v = v * 10 + (unsigned)(*p - '0');
+	return v;
+}
+
+/* The inode in a namespace link ("pid:[4026531836]"), 0 if none. */
+static inline unsigned long long rs_pub_ns_inode(const char *link)
+{
+	unsigned long long v = 0;
+	while (*link && *link != '[')
+		link++;
+	for (link += *link == '['; *link >= '0' && *link <= '9'; link++)
+		v = v * 10 + (unsigned)(*link - '0');
+	return v;
+}
+
 /* (a change of layout must change the version) */
 _Static_assert(sizeof(struct rs_pub) == 197200, "struct rs_pub changed: bump RS_PUB_VERSION and this size");
 

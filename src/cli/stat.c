@@ -54,10 +54,9 @@ static uint64_t start_time(int pid)
 	size_t n = fread(buf, 1, sizeof(buf) - 1, f);
 	fclose(f);
 	buf[n] = 0;
-	char *p = strrchr(buf, ')');
-	if (!p || p[1] != ' ')
-		return 0;
-	if (p[2] == 'Z' || p[2] == 'X') {
+	char state = 0;
+	unsigned long long start = rs_pub_stat_start(buf, &state);
+	if (state == 'Z' || state == 'X') {
 		/* (a leader that called pthread_exit is a zombie while its
 		 * other threads run) */
 		snprintf(path, sizeof(path), "/proc/%d/task", pid);
@@ -70,11 +69,7 @@ static uint64_t start_time(int pid)
 		if (tasks <= 1)
 			return 0;
 	}
-	int field = 2;
-	for (p++; *p && field < 22; p++)
-		if (*p == ' ')
-			field++;
-	return field == 22 ? strtoull(p, NULL, 10) : 0;
+	return start;
 }
 
 static uint64_t my_pidns(void)
@@ -84,8 +79,7 @@ static uint64_t my_pidns(void)
 	if (n <= 0)
 		return 0;
 	link[n] = 0;
-	char *b = strchr(link, '[');
-	return b ? strtoull(b + 1, NULL, 10) : 0;
+	return rs_pub_ns_inode(link);
 }
 
 /* A file name of ours: ringsock.UID.PID.START, exactly (no other spelling

@@ -272,18 +272,30 @@ static int seq(int senders, int receivers, int n)
 	return 0;
 }
 
+/* An unconnected sender and a receiver with a large buffer, bound on
+ * loopback (its address in *a); -1 after a message. */
+static int tx_rx_pair(const char *who, int *tx, int *rx, struct sockaddr_in *a)
+{
+	*tx = socket(AF_INET, SOCK_DGRAM, 0);
+	*rx = socket(AF_INET, SOCK_DGRAM, 0);
+	*a = (struct sockaddr_in){ .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t al = sizeof(*a);
+	int big = 16 << 20;
+	if (*tx < 0 || *rx < 0 || bind(*rx, (struct sockaddr *)a, sizeof(*a)) ||
+	    getsockname(*rx, (struct sockaddr *)a, &al) ||
+	    setsockopt(*rx, SOL_SOCKET, SO_RCVBUFFORCE, &big, sizeof(big))) {
+		perror(who);
+		return -1;
+	}
+	return 0;
+}
+
 static int stream(int n, int size)
 {
-	int tx = socket(AF_INET, SOCK_DGRAM, 0), rx = socket(AF_INET, SOCK_DGRAM, 0);
-	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-	socklen_t al = sizeof(a);
-	int big = 16 << 20;
-	if (tx < 0 || rx < 0 || bind(rx, (struct sockaddr *)&a, sizeof(a)) ||
-	    getsockname(rx, (struct sockaddr *)&a, &al) ||
-	    setsockopt(rx, SOL_SOCKET, SO_RCVBUFFORCE, &big, sizeof(big))) {
-		perror("stream");
+	int tx, rx;
+	struct sockaddr_in a;
+	if (tx_rx_pair("stream", &tx, &rx, &a) < 0)
 		return 1;
-	}
 	char buf[65536];
 	int next = 0, bad = 0;
 	for (int i = 0; i < n || next < n; i++) {
@@ -319,16 +331,10 @@ static int stream(int n, int size)
 
 static int paced(int n)
 {
-	int tx = socket(AF_INET, SOCK_DGRAM, 0), rx = socket(AF_INET, SOCK_DGRAM, 0);
-	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-	socklen_t al = sizeof(a);
-	int big = 16 << 20;
-	if (tx < 0 || rx < 0 || bind(rx, (struct sockaddr *)&a, sizeof(a)) ||
-	    getsockname(rx, (struct sockaddr *)&a, &al) ||
-	    setsockopt(rx, SOL_SOCKET, SO_RCVBUFFORCE, &big, sizeof(big))) {
-		perror("paced");
+	int tx, rx;
+	struct sockaddr_in a;
+	if (tx_rx_pair("paced", &tx, &rx, &a) < 0)
 		return 1;
-	}
 	for (int i = 0; i < n; i++) {
 		if (sendto(tx, &i, sizeof(i), 0, (struct sockaddr *)&a, sizeof(a)) != sizeof(i))
 			return 1;

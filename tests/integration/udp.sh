@@ -7,7 +7,7 @@
 #    after four waits in a row and comes back to the engine after four
 #    nonblocking reads with data (counted, never timed);
 #  - numbered datagrams from four sender threads to one socket read by one
-#    thread (the engine's) and by two (a hand-over to the kernel midway):
+#    thread (the engine's) and by two (the second reads the kernel):
 #    every datagram exactly once, each sender's in order per reader;
 #  - one unconnected socket streaming numbered datagrams to a socket of
 #    the same thread: all arrive, in order, plain and under the library,
@@ -75,8 +75,11 @@ for readers in 1 2; do
 	check "seq, $readers reader(s): no UDP socket passed through as udp" \
 		test "$(stat_sum "$TMP/seq$readers.st" udp)" = 0
 done
-check "seq, 2 readers: the second reader handed the socket to the kernel" \
-	test "$(stat_sum "$TMP/seq2.st" detached)" -ge 1
+# (Whether the second reader hands the socket over, reads the kernel while
+# the owner waits there, or finds the owner busy and reads the kernel
+# without either depends on where the first reader is at that moment: not
+# checked here.  engine_udp_threads covers each hand-over case with a
+# fixed order.)
 
 # ---- a real UDP server ----
 if command -v dnsmasq >/dev/null && command -v dnsperf >/dev/null; then
