@@ -16,8 +16,10 @@
  *    which it joins) before sends the engine would queue;
  *  - another thread's send after queued ones; a send on a socket another
  *    thread serves after queued ones on this thread's socket;
- *  - connect to a new peer, close, fork and posix_spawn after queued
- *    sends (each receiver gets what was sent before);
+ *  - connect to a new peer, close, fork, posix_spawn, vfork (the child
+ *    sends too), the program's own io_uring and a fatal signal (SIGTERM,
+ *    default action, in a child) after queued sends (each receiver gets
+ *    what was sent before, in order);
  *  - a destination that went away (unconnected: no error), a broadcast
  *    without SO_BROADCAST (EACCES every time);
  *  - a connected socket to a closed port (ECONNREFUSED on the second
@@ -32,6 +34,7 @@
 #include <spawn.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/syscall.h>
 #include <sys/time.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
@@ -311,7 +314,47 @@ int main(void)
 	R("posix_spawn", posix_spawnp(&pid, "true", NULL, NULL, argv, environ));
 	reap("true", pid);
 	drain("r3 (spawn)", r3);
+	for (int i = 0; i < 3; i++)
+		send_dg(s, &t3, 'W', i, 90);
+	pid = vfork();
+	if (pid == 0) {
+		send_dg(s, &t3, 'w', 0, 90); /* (the kernel's, after the parent's) */
+		_exit(0);
+	}
+	reap("vfork child", pid);
+	drain("r3 (vfork)", r3);
 	close(s);
+
+	/* the program's own io_uring: every socket leaves the engine, what
+	 * is queued first */
+	s = udp_sock();
+	arm(s, r1);
+	for (int i = 0; i < 4; i++)
+		send_dg(s, &t3, 'U', i, 90);
+	struct { unsigned sq, cq, flags, a, b, c, d; unsigned res[3]; char rest[80]; } up;
+	memset(&up, 0, sizeof(up));
+	int uf = (int)syscall(__NR_io_uring_setup, 4, &up);
+	say("own io_uring: %s", uf >= 0 || errno == ENOSYS || errno == EPERM ? "set up (or refused)" : "failed");
+	if (uf >= 0)
+		close(uf);
+	send_dg(s, &t3, 'U', 9, 90);
+	drain("r3 (own io_uring)", r3);
+	close(s);
+
+	/* a fatal signal with datagrams queued (in a child: SIGTERM's default
+	 * action ends it) */
+	pid = fork();
+	if (pid == 0) {
+		int c = udp_sock();
+		arm(c, r1);
+		for (int i = 0; i < 5; i++)
+			send_dg(c, &t3, 'T', i, 90);
+		raise(SIGTERM);
+		_exit(3);
+	}
+	reap("killed child", pid);
+	drain("r1 (killed child's arm)", r1);
+	drain("r3 (killed child)", r3);
 
 	/* ---- destinations that fail ---- */
 	s = udp_sock();
