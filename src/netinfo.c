@@ -7,6 +7,10 @@
 #include <netinet/tcp.h>
 #include <netlink/netlink.h>
 #include <netlink/route/link.h>
+#include <netlink/route/route.h>
+#include <netlink/route/nexthop.h>
+#include <netinet/in.h>
+#include <string.h>
 #ifdef RS_HAVE_LIBNL_IDIAG
 #include <netlink/idiag/idiagnl.h>
 #include <netlink/idiag/meminfo.h>
@@ -36,6 +40,55 @@ int rs_netinfo_print_links(FILE *out, const char *indent)
 		n++;
 	}
 	nl_cache_free(cache);
+	nl_socket_free(sk);
+	return n;
+}
+
+int rs_netinfo_routes(void (*fn)(const char *prefix, const struct sockaddr *probe, socklen_t len,
+				 const char *dev, void *arg),
+		      void *arg, char *err, size_t errlen)
+{
+	struct nl_sock *sk = nl_socket_alloc();
+	struct nl_cache *routes = NULL, *links = NULL;
+	int n = 0, e;
+	if (!sk) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	if ((e = nl_connect(sk, NETLINK_ROUTE)) < 0 || (e = rtnl_link_alloc_cache(sk, AF_UNSPEC, &links)) < 0 ||
+	    (e = rtnl_route_alloc_cache(sk, AF_UNSPEC, 0, &routes)) < 0) {
+		snprintf(err, errlen, "netlink query failed: %s", nl_geterror(e));
+		if (links)
+			nl_cache_free(links);
+		nl_socket_free(sk);
+		return -1;
+	}
+	for (struct nl_object *o = nl_cache_get_first(routes); o; o = nl_cache_get_next(o)) {
+		struct rtnl_route *r = (struct rtnl_route *)o;
+		int fam = rtnl_route_get_family(r);
+		if (rtnl_route_get_table(r) != RT_TABLE_MAIN || rtnl_route_get_type(r) != RTN_UNICAST ||
+		    (fam != AF_INET && fam != AF_INET6) || rtnl_route_get_nnexthops(r) < 1)
+			continue;
+		struct rtnl_nexthop *nh = rtnl_route_nexthop_n(r, 0);
+		struct nl_addr *dst = rtnl_route_get_dst(r), *gw = rtnl_route_nh_get_gateway(nh);
+		char prefix[INET6_ADDRSTRLEN + 8] = "default", dev[IF_NAMESIZE] = "?";
+		if (dst && nl_addr_get_prefixlen(dst))
+			nl_addr2str(dst, prefix, sizeof(prefix));
+		rtnl_link_i2name(links, rtnl_route_nh_get_ifindex(nh), dev, sizeof(dev));
+		/* The policy is asked about the gateway, else the prefix's address. */
+		struct nl_addr *a = gw ? gw : dst;
+		struct sockaddr_storage ss;
+		socklen_t sl = sizeof(ss);
+		memset(&ss, 0, sizeof(ss));
+		if (!a || nl_addr_fill_sockaddr(a, (struct sockaddr *)&ss, &sl) < 0) {
+			ss.ss_family = (sa_family_t)fam; /* (the unspecified address) */
+			sl = fam == AF_INET ? sizeof(struct sockaddr_in) : sizeof(struct sockaddr_in6);
+		}
+		fn(prefix, (struct sockaddr *)&ss, sl, dev, arg);
+		n++;
+	}
+	nl_cache_free(routes);
+	nl_cache_free(links);
 	nl_socket_free(sk);
 	return n;
 }
@@ -100,6 +153,16 @@ int rs_netinfo_tcp_diag(void (*fn)(const struct rs_tcp_diag *d, void *arg), void
 int rs_netinfo_print_links(FILE *out, const char *indent)
 {
 	fprintf(out, "%s(not available: this build has no libnl)\n", indent);
+	return -1;
+}
+
+int rs_netinfo_routes(void (*fn)(const char *prefix, const struct sockaddr *probe, socklen_t len,
+				 const char *dev, void *arg),
+		      void *arg, char *err, size_t errlen)
+{
+	(void)fn;
+	(void)arg;
+	snprintf(err, errlen, "this build has no libnl");
 	return -1;
 }
 #endif

@@ -2,10 +2,19 @@
 #ifndef RS_NETINFO_H
 #define RS_NETINFO_H
 #include <stdio.h>
+#include <sys/socket.h>
 /* Print one line per network link (name, MTU, state).  Returns the number
  * of links, or -1 with a reason printed when libnl is not built in or the
  * netlink query fails. */
 int rs_netinfo_print_links(FILE *out, const char *indent);
+
+/* Every unicast route of the main tables (IPv4 and IPv6), through libnl:
+ * fn gets its destination prefix, the address the policy is asked about
+ * (the gateway, else the prefix's own address) and its device's name.
+ * Returns how many, or -1 (why in err). */
+int rs_netinfo_routes(void (*fn)(const char *prefix, const struct sockaddr *probe, socklen_t len,
+				 const char *dev, void *arg),
+		      void *arg, char *err, size_t errlen);
 
 /* The kernel's view of a TCP socket (inet_diag through libnl). */
 struct rs_tcp_diag {

@@ -16,6 +16,7 @@ struct rs_dgram {
 	uint32_t len;            /* payload bytes */
 	uint32_t namelen;        /* the source address's length (the kernel's) */
 	struct sockaddr_in6 name; /* (an IPv4 address fits) */
+	uint32_t gso_max;        /* queued: the route's largest UDP_SEGMENT segment */
 	char data[];
 };
 /* What a held datagram costs against the bound: its memory. */
@@ -54,6 +55,7 @@ struct rs_udp_dst {
 	uint32_t namelen;        /* 0: unused or no name; see ok */
 	uint16_t ok;             /* kernel sends that succeeded in a row (max 2) */
 	uint16_t maxlen;         /* the largest of them */
+	uint16_t gso_max;        /* the route's largest UDP_SEGMENT segment (route.c), 0 none */
 	struct sockaddr_in6 name;
 };
 

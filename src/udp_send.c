@@ -5,9 +5,11 @@
  * kernel's would.  Queued datagrams reach the kernel in order, in one
  * sendmmsg system call per batch, in which consecutive datagrams of one
  * size (the last may be shorter) to one destination travel as one
- * UDP_SEGMENT (GSO) message: the kernel cuts it back into the same
- * datagrams, so every receiving socket sees what it would have seen, in
- * the same order.  They go
+ * UDP_SEGMENT (GSO) message where the route allows it (route.c: the
+ * device offloads checksums, the segment fits the path MTU; asked once
+ * per destination, when it becomes queueable): the kernel cuts it back
+ * into the same datagrams, so every receiving socket sees what it would
+ * have seen, in the same order.  They go
  *  - at the thread's next wait point (epoll_wait, poll, select, a receive
  *    that finds nothing or waits, a sleep: preload/sleep.c) and before any
  *    call it makes that the kernel answers (the ring's send list: ring.c,
@@ -52,6 +54,7 @@
 #include <sys/socket.h>
 
 #include "engine.h"
+#include "route.h"
 #include "sys.h"
 #include "udp_int.h"
 
@@ -262,7 +265,7 @@ int rs_udp_tx_flush(struct rs_udp *u, int how)
 				k++;
 				prev = x;
 				x = x->next;
-			} while (x && !u->gso_off && d->len && x->len && prev->len == d->len && x->len <= d->len &&
+			} while (x && !u->gso_off && d->len && d->len <= d->gso_max && x->len && prev->len == d->len && x->len <= d->len &&
 				 k < GSO_SEGS && ni < TXQ_MAX && bytes + x->len <= GSO_BYTES && same_dst(x, d));
 			h->msg_iovlen = (size_t)k;
 			if (k > 1) {
@@ -350,7 +353,7 @@ static int connected(struct rs_sock *s)
 /* Is the send the kind the engine queues (see the top)?  The name's
  * normal form in *name, its length in *namelen. */
 static int queueable(struct rs_udp *u, const struct iovec *iov, int n, int flags, const void *name,
-		     socklen_t namelen, struct sockaddr_in6 *nn, int *nl, size_t *len)
+		     socklen_t namelen, struct sockaddr_in6 *nn, int *nl, size_t *len, unsigned *gso_max)
 {
 	if (!rs_rt.cfg.v[RS_K_UDP_SEND_BATCH] || (flags & ~(MSG_DONTWAIT | MSG_NOSIGNAL)) || u->tx_kernel ||
 	    u->corked || RS_LOAD(u->e.kfull) ||
@@ -364,7 +367,10 @@ static int queueable(struct rs_udp *u, const struct iovec *iov, int n, int flags
 	if (*nl < 0)
 		return 0;
 	struct rs_udp_dst *d = dst_find(u, nn, *nl);
-	return d && d->ok >= 2 && d->maxlen >= *len;
+	if (!d || d->ok < 2 || d->maxlen < *len)
+		return 0;
+	*gso_max = d->gso_max;
+	return 1;
 }
 
 static void enqueue(struct rs_udp *u, struct rs_dgram *d)
@@ -432,8 +438,9 @@ ssize_t rs_udp_send_call(struct rs_sock *s, int fd, const struct iovec *iov, int
 	struct sockaddr_in6 nn;
 	int nl;
 	size_t len;
+	unsigned gso_max = 0;
 	int how = rs_udp_flush_how(u);
-	if (queueable(u, iov, n, flags, name, namelen, &nn, &nl, &len)) {
+	if (queueable(u, iov, n, flags, name, namelen, &nn, &nl, &len, &gso_max)) {
 		if (u->tx_cnt >= TXQ_MAX && rs_udp_tx_flush(u, how) < 0) {
 			/* (nonblocking, and the kernel's buffer is full) */
 			rs_esock_unlock(e);
@@ -445,6 +452,7 @@ ssize_t rs_udp_send_call(struct rs_sock *s, int fd, const struct iovec *iov, int
 			d->len = (uint32_t)len;
 			d->namelen = (uint32_t)nl;
 			d->name = nn;
+			d->gso_max = gso_max;
 			size_t off = 0;
 			for (int i = 0; i < n; i++) {
 				if (iov[i].iov_len)
@@ -517,10 +525,15 @@ void rs_udp_after_send(struct rs_sock *s, int fd, ssize_t r, int err, const void
 				u->tx_kernel--;
 			if (!d) {
 				d = &u->dst[u->dst_next++ % RS_UDP_DSTS];
-				*d = (struct rs_udp_dst){ (uint32_t)nl, 0, 0, nn };
+				*d = (struct rs_udp_dst){ .namelen = (uint32_t)nl, .name = nn };
 			}
-			if (d->ok < 2)
-				d->ok++;
+			if (d->ok < 2 && ++d->ok == 2) {
+				/* Queueable from now on: may its runs travel as one
+				 * UDP_SEGMENT message on this route, and how large? */
+				struct rs_route rt;
+				rs_route_lookup((const struct sockaddr *)&nn, (socklen_t)nl, &rt);
+				d->gso_max = rt.gso_max;
+			}
 			if ((size_t)r > d->maxlen)
 				d->maxlen = (uint16_t)r;
 		}

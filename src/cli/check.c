@@ -1,4 +1,6 @@
 /* check.c - `ringsock check` and `ringsock knobs`. */
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -7,6 +9,7 @@
 #include "cli.h"
 #include "internal.h"
 #include "netinfo.h"
+#include "route.h"
 
 static const char *const setup_flag_names[] = {
 	"IOPOLL", "SQPOLL", "SQ_AFF", "CQSIZE", "CLAMP", "ATTACH_WQ", "R_DISABLED", "SUBMIT_ALL",
@@ -60,7 +63,76 @@ static void print_knobs(const struct rs_config *cfg)
 	}
 }
 
-int rs_cli_check(const struct rs_config *cfg, int knobs_only)
+/* ---- routes and the send policy (route.c decides, for the engine too) ---- */
+
+struct route_ctx {
+	const struct rs_config *cfg;
+	const struct rs_probe *p;
+};
+
+static void print_policy(const struct route_ctx *x, const struct rs_route *r, int err, const char *indent)
+{
+	if (err)
+		printf("%sroute lookup failed (%s): the engine uses neither zero-copy nor UDP GSO there\n", indent,
+		       strerror(-err));
+	else
+		printf("%sdevice %s (%s%s, mtu %u%s)\n", indent, r->ifname, r->driver[0] ? r->driver : "driver unknown",
+		       r->local ? ", this host" : r->physical ? ", on a bus" : ", virtual", r->mtu,
+		       r->txcsum ? ", checksum offload" : "");
+	long zc = x->cfg->v[RS_K_ZEROCOPY];
+	printf("%s  zero-copy sends: ", indent);
+	if (!x->p->send_zc)
+		printf("no (the kernel lacks IORING_OP_SEND_ZC)\n");
+	else if (zc == RS_ZC_NEVER)
+		printf("no (RINGSOCK_ZEROCOPY=never)\n");
+	else if (zc == RS_ZC_ALWAYS)
+		printf("yes, batches of %lld bytes or more (RINGSOCK_ZEROCOPY=always)\n", (long long)x->cfg->v[RS_K_ZEROCOPY_MIN]);
+	else if (r->zc)
+		printf("yes, batches of %lld bytes or more (%s)\n", (long long)x->cfg->v[RS_K_ZEROCOPY_MIN], r->zc_why);
+	else
+		printf("no (%s)\n", r->zc_why);
+	printf("%s  UDP GSO: ", indent);
+	if (!x->cfg->v[RS_K_UDP] || !x->cfg->v[RS_K_UDP_SEND_BATCH])
+		printf("no (RINGSOCK_%s=0)\n", x->cfg->v[RS_K_UDP] ? "UDP_SEND_BATCH" : "UDP");
+	else if (r->gso_max)
+		printf("runs of datagrams up to %u bytes (%s)\n", r->gso_max, r->gso_why);
+	else
+		printf("no (%s)\n", r->gso_why);
+}
+
+static void route_line(const char *prefix, const struct sockaddr *probe, socklen_t len, const char *dev, void *arg)
+{
+	struct rs_route r;
+	int e = rs_route_query(probe, len, &r);
+	printf("  %s dev %s\n", prefix, dev);
+	print_policy(arg, &r, e, "    ");
+}
+
+/* ringsock check --route ADDR: the engine's own lookup for one address. */
+static int check_route(const struct route_ctx *x, const char *addr)
+{
+	struct sockaddr_in6 s6 = { .sin6_family = AF_INET6 };
+	struct sockaddr_in s4 = { .sin_family = AF_INET };
+	const struct sockaddr *sa;
+	socklen_t sl;
+	if (inet_pton(AF_INET, addr, &s4.sin_addr) == 1) {
+		sa = (struct sockaddr *)&s4;
+		sl = sizeof(s4);
+	} else if (inet_pton(AF_INET6, addr, &s6.sin6_addr) == 1) {
+		sa = (struct sockaddr *)&s6;
+		sl = sizeof(s6);
+	} else {
+		fprintf(stderr, "ringsock: check --route: '%s' is not an IPv4 or IPv6 address\n", addr);
+		return 2;
+	}
+	struct rs_route r;
+	int e = rs_route_query(sa, sl, &r);
+	printf("route to %s:\n", addr);
+	print_policy(x, &r, e, "  ");
+	return e ? 1 : 0;
+}
+
+int rs_cli_check(const struct rs_config *cfg, int knobs_only, char **routes, int nroutes)
 {
 	struct utsname u;
 	struct rs_probe p;
@@ -69,6 +141,16 @@ int rs_cli_check(const struct rs_config *cfg, int knobs_only)
 	if (knobs_only) {
 		print_knobs(cfg);
 		return 0;
+	}
+	if (nroutes) {
+		rs_probe_run(&p);
+		struct route_ctx x = { cfg, &p };
+		int rc = 0;
+		for (int i = 0; i < nroutes; i++) {
+			int e = check_route(&x, routes[i]);
+			rc = e > rc ? e : rc;
+		}
+		return rc;
 	}
 	printf("ringsock %s\n", RINGSOCK_VERSION_STRING);
 	if (uname(&u) == 0)
@@ -132,6 +214,11 @@ int rs_cli_check(const struct rs_config *cfg, int knobs_only)
 		       cfg->v[RS_K_UDP] ? "" : "UDP (RINGSOCK_UDP=0) and ");
 	printf("network links:\n");
 	rs_netinfo_print_links(stdout, "  ");
+	printf("routes and send policy (the engine asks the kernel per destination: check --route ADDR):\n");
+	struct route_ctx x = { cfg, &p };
+	char err[256];
+	if (rs_netinfo_routes(route_line, &x, err, sizeof(err)) < 0)
+		printf("  (%s)\n", err);
 	print_knobs(cfg);
 	return blocker ? 1 : 0;
 }

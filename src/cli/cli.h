@@ -4,8 +4,8 @@
 #include <stdio.h>
 #include "config.h"
 
-/* check.c: `ringsock check`; returns the exit status. */
-int rs_cli_check(const struct rs_config *cfg, int knobs_only);
+/* check.c: `ringsock check [--route ADDR...]`; returns the exit status. */
+int rs_cli_check(const struct rs_config *cfg, int knobs_only, char **routes, int nroutes);
 /* check.c: print the knob table (`ringsock knobs`), or as roff for the man
  * page (`ringsock knobs --man`). */
 void rs_cli_knobs(FILE *out, int man);

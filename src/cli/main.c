@@ -17,7 +17,7 @@ extern char **environ;
 static const char usage[] =
 	"Usage: ringsock [OPTIONS] [--] PROGRAM [ARGS...]\n"
 	"       ringsock stat [--sockets] [--json] [--watch[=SECONDS]] [--count N] [PID...]\n"
-	"       ringsock check [--knobs]\n"
+	"       ringsock check [--knobs] [--route ADDR]...\n"
 	"       ringsock knobs [--man]\n"
 	"\n"
 	"Run PROGRAM with libringsock.so preloaded: its connected TCP sockets, and\n"
@@ -47,6 +47,8 @@ static const char usage[] =
 	"                         (`ringsock -- stat` runs the stat program)\n"
 	"  check                  what this machine's kernel supports, and the knobs\n"
 	"  check --knobs          only the effective knob values\n"
+	"  check --route ADDR     the route to ADDR and what the engine does on it\n"
+	"                         (zero-copy sends, UDP GSO)\n"
 	"  knobs                  every RINGSOCK_* knob with its default and range\n"
 	"\n"
 	"Bad knobs are refused before PROGRAM starts (exit status 2).  Exit status:\n"
@@ -261,6 +263,12 @@ int main(int argc, char **argv)
 		return rs_cli_stat(argc - optind - 1, argv + optind + 1);
 	int is_check = cmd && !strcmp(cmd, "check");
 	int is_knobs = cmd && !strcmp(cmd, "knobs");
+	char **routes = calloc((size_t)argc + 1, sizeof(char *));
+	int nroutes = 0;
+	if (!routes) {
+		perror("ringsock");
+		return 2;
+	}
 	if (is_check || is_knobs) {
 		/* Sub-command options may follow the word: ringsock check --knobs */
 		for (int i = optind + 1; i < argc; i++) {
@@ -268,6 +276,8 @@ int main(int argc, char **argv)
 				knobs_flag = 1;
 			else if (!strcmp(argv[i], "--man"))
 				man_flag = 1;
+			else if (is_check && !strcmp(argv[i], "--route") && i + 1 < argc)
+				routes[nroutes++] = argv[++i];
 			else {
 				fprintf(stderr, "ringsock: unknown argument '%s' to %s\n", argv[i], cmd);
 				return 2;
@@ -311,7 +321,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	if (is_check)
-		return rs_cli_check(&cfg, knobs_flag);
+		return rs_cli_check(&cfg, knobs_flag, routes, nroutes);
 
 	char lib[PATH_MAX], prog[PATH_MAX], why[PATH_MAX + 128];
 	if (library) {
