@@ -121,12 +121,14 @@ static void before_fork(void)
 	 * ring in the middle of an operation. */
 	rs_esock_fork_prepare_detached();
 	rs_drain_before_fork();
+	rs_ep_fork_prepare(); /* (the drain thread, which could take them, is stopped) */
 	rs_stats_before_fork(); /* last: the drain thread may have been exiting */
 }
 
 static void after_fork_parent(void)
 {
 	rs_stats_after_fork();
+	rs_ep_fork_release(0);
 	rs_drain_after_fork(0);
 	rs_esock_fork_release_detached(0);
 	for (struct rs_ring *r = rs_rings(); r; r = r->all_next)
@@ -142,6 +144,7 @@ static void after_fork_child(void)
 	rs_rt.pid = rs_sys_getpid();
 	rs_lock_depth = 0; /* the locks fork held are new ones in the child */
 	rs_stats_after_fork();
+	rs_ep_fork_release(1);
 	rs_drain_after_fork(1);
 	rs_esock_fork_release_detached(1);
 	for (struct rs_ring *r = rs_rings(); r; r = r->all_next)

@@ -14,7 +14,9 @@
  *       -> socks_lock (sock.c: every engine socket, for fork)
  *         -> a detached socket's own mutex (rs_esock.mu)
  *       -> rs_ep_ctl_lock (epreg.c: registrations)
- *         -> an epoll set's lock (rs_ep.lock: its ready list)
+ *         -> an epoll set's lock (rs_ep.lock: its ready list; fork takes
+ *            every set's, after the drain lock: the drain thread is
+ *            stopped then)
  *       -> the drain lock (drain.c)
  *   A detached socket's mutex stands where a ring's lock does for the
  *   calls on it (then rs_ep_ctl_lock, an ep lock); it is released before
@@ -163,6 +165,19 @@ char *rs_frag_alloc_cached(struct rs_frag_pool *p, struct rs_chunk **cache, uint
 void rs_frag_cache_drop(struct rs_frag_pool *p, struct rs_chunk *cache);
 void rs_frag_release(struct rs_frag_pool *p, struct rs_chunk *c);
 void rs_frag_pool_destroy(struct rs_frag_pool *p);
+/* The chunks a zero-copy send reads, held (one reference each) until the
+ * kernel's notification that it no longer reads them: until then no slice
+ * of them is carved again.  user_data RS_UD(hold, RS_UD_ZC); ring.c reaps
+ * both completions (the send's own goes to e's kind as RS_UD_SEND). */
+struct rs_frag_hold {
+	struct rs_frag_hold *next, *prev; /* the ring's holds [lock] */
+	struct rs_esock *e;    /* the sender, until the send's own completion */
+	uint8_t notif;         /* the kernel's notification is still to come */
+	uint32_t n;
+	struct rs_chunk *chunk[];
+};
+struct rs_frag_hold *rs_frag_hold_new(struct rs_chunk *const *chunks, uint32_t n); /* NULL: no memory */
+void rs_frag_hold_release(struct rs_frag_pool *p, struct rs_frag_hold *h);
 
 /* ---- bufring.c: receive buffers ---------------------------------------- */
 struct rs_bufring {
@@ -259,6 +274,7 @@ struct rs_ring {
 				 * is armed here [lock] */
 	int ubuf_failed;        /* their setup failed: -errno [lock] */
 	struct rs_frag_pool frag; /* send memory [lock] */
+	struct rs_frag_hold *zc_holds; /* zero-copy sends not yet notified [lock] */
 	/* Lists of struct rs_esock, through the rs_ring_* functions below
 	 * [lock]: */
 	struct rs_esock *owned;  /* sockets armed here (doubly linked) */
@@ -381,6 +397,8 @@ void rs_ring_detach_add(struct rs_ring *r, struct rs_esock *e); /* a detach to f
 void rs_ring_draining_add(struct rs_ring *r, struct rs_esock *e); /* e->drain set */
 void rs_ring_draining_del(struct rs_ring *r, struct rs_esock *e); /* the job goes on alone */
 void rs_ring_forget(struct rs_ring *r, struct rs_esock *e); /* off every work list */
+/* A zero-copy send's hold, submitted on r (its completions: ring.c). */
+void rs_ring_zc_add(struct rs_ring *r, struct rs_frag_hold *h);
 /* The send list, emptied: the watchdog writes it out for a blocked owner. */
 struct rs_esock *rs_ring_txq_take(struct rs_ring *r);
 /* Wake r's owner (it may sleep in a wait with the ring's eventfd). */
@@ -400,7 +418,8 @@ void rs_rings_after_fork_child(void);      /* every ring is the parent's */
 /* user_data: pointer | op (low 3 bits). */
 enum { RS_UD_RECV = 1, RS_UD_SEND = 2, RS_UD_CANCEL = 3, RS_UD_DRAIN = 4 /* a drain job ended */,
        RS_UD_POLL = 5 /* the wait's poll of an epoll set (sequence << 3) */,
-       RS_UD_WAKE = 6 /* the poll of the ring's own eventfd (blocking calls) */ };
+       RS_UD_WAKE = 6 /* the poll of the ring's own eventfd (blocking calls) */,
+       RS_UD_ZC = 7 /* a zero-copy send: pointer to its struct rs_frag_hold */ };
 #define RS_UD(p, op) ((uint64_t)(uintptr_t)(p) | (op))
 #define RS_UD_PTR(ud) ((void *)(uintptr_t)((ud) & ~7ull))
 #define RS_UD_OP(ud) ((int)((ud) & 7))
@@ -749,6 +768,10 @@ void rs_ep_sock_gone(struct rs_esock *e);     /* its last fd is being closed */
 void rs_ep_forget_sock(struct rs_sock *s);    /* a record never armed is closed */
 int rs_ep_known(int epfd); /* has engine state */
 void rs_ep_close(int epfd);
+/* fork: the registrations' locks held across it (after every ring's), new
+ * in the child. */
+void rs_ep_fork_prepare(void);
+void rs_ep_fork_release(int child);
 
 /* ---- kwatch.c: the kernel fds of poll/select sets, watched by the ring --- */
 struct pollfd;

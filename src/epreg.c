@@ -20,6 +20,7 @@
 #include "sys.h"
 
 static struct rs_ep *_Atomic eps[EP_MAX_FD];
+static atomic_int eps_top; /* above the highest epfd ever given a record */
 pthread_mutex_t rs_ep_ctl_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct rs_epreg *arena;
 static atomic_uint arena_next;
@@ -84,7 +85,46 @@ struct rs_ep *rs_ep_get(int epfd, int create)
 		free(ep);
 		return expect;
 	}
+	int top = atomic_load(&eps_top);
+	while (top <= epfd && !atomic_compare_exchange_weak(&eps_top, &top, epfd + 1))
+		;
 	return ep;
+}
+
+/* fork (engine.c, after every ring's lock): the registrations' lock and
+ * every set's are held across it, so the child inherits none of them in
+ * the middle of an update (by a thread it does not have); in the child
+ * they are new. */
+static struct rs_ep *fork_held[EP_MAX_FD]; /* the sets whose lock fork holds */
+static int fork_nheld;
+
+void rs_ep_fork_prepare(void)
+{
+	rs_mutex_lock(&rs_ep_ctl_lock);
+	int top = atomic_load(&eps_top);
+	fork_nheld = 0;
+	for (int i = 0; i < top; i++) {
+		struct rs_ep *ep = atomic_load(&eps[i]);
+		if (ep) {
+			rs_mutex_lock(&ep->lock);
+			fork_held[fork_nheld++] = ep;
+		}
+	}
+}
+
+void rs_ep_fork_release(int child)
+{
+	for (int i = 0; i < fork_nheld; i++) {
+		if (child)
+			pthread_mutex_init(&fork_held[i]->lock, NULL);
+		else
+			rs_mutex_unlock(&fork_held[i]->lock);
+	}
+	fork_nheld = 0;
+	if (child)
+		pthread_mutex_init(&rs_ep_ctl_lock, NULL);
+	else
+		rs_mutex_unlock(&rs_ep_ctl_lock);
 }
 
 int rs_ep_known(int epfd)

@@ -131,6 +131,31 @@ void rs_frag_release(struct rs_frag_pool *p, struct rs_chunk *c)
 	pool_trim(p);
 }
 
+struct rs_frag_hold *rs_frag_hold_new(struct rs_chunk *const *chunks, uint32_t n)
+{
+	struct rs_frag_hold *h = malloc(sizeof(*h) + n * sizeof(h->chunk[0]));
+	if (!h)
+		return NULL;
+	h->next = h->prev = NULL;
+	h->e = NULL;
+	h->notif = 1;
+	h->n = n;
+	for (uint32_t i = 0; i < n; i++) {
+		h->chunk[i] = chunks[i];
+		chunks[i]->refs++;
+	}
+	return h;
+}
+
+void rs_frag_hold_release(struct rs_frag_pool *p, struct rs_frag_hold *h)
+{
+	for (uint32_t i = 0; i < h->n; i++)
+		rs_frag_release(p, h->chunk[i]);
+	free(h);
+}
+
+/* (Chunks a zero-copy send still holds are not on the free list: they stay
+ * allocated with their hold, which the ring keeps.) */
 void rs_frag_pool_destroy(struct rs_frag_pool *p)
 {
 	if (p->cur && --p->cur->refs == 0) {

@@ -71,6 +71,8 @@ enum {
 	RS_C_UDP_QUEUED,       /* layout version 9 */
 	RS_C_UDP_GSO_SENDS,
 	RS_C_UDP_SEND_ERRORS,
+	RS_C_ZC_SENDS,         /* layout version 10 */
+	RS_C_ZC_COPIED,
 	RS_C_COUNT
 };
 struct rs_tstats;
@@ -249,6 +251,20 @@ struct rs_probe {
 	int send_zc;         /* IORING_OP_SEND_ZC */
 };
 void rs_probe_run(struct rs_probe *p);
+/* Zero-copy sends here (probed once per process, on the engine's ring):
+ * RS_ZC_NONE, RS_ZC_PLAIN (IORING_OP_SEND_ZC, SENDMSG_ZC), RS_ZC_USAGE
+ * (and IORING_SEND_ZC_REPORT_USAGE: the notification says when the kernel
+ * copied after all; rs_probe_zc_usage: Linux 6.2+). */
+enum { RS_ZC_NONE = 1, RS_ZC_PLAIN, RS_ZC_USAGE };
+#ifndef IORING_SEND_ZC_REPORT_USAGE
+#define IORING_SEND_ZC_REPORT_USAGE (1U << 3)     /* (Linux 6.2) */
+#endif
+#ifndef IORING_NOTIF_USAGE_ZC_COPIED
+#define IORING_NOTIF_USAGE_ZC_COPIED (1U << 31)
+#endif
+struct io_uring;
+int rs_probe_send_zc(struct io_uring *ring);
+int rs_probe_zc_usage(void);
 /* The names of the opcodes this probe reports, NULL past the table. */
 const char *rs_probe_op_name(int op);
 /* Missing feature that prevents acceleration, or NULL if none.  disabled

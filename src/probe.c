@@ -13,6 +13,8 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/utsname.h>
+#include <stdio.h>
 
 #include "internal.h"
 #include "sys.h"
@@ -190,6 +192,37 @@ out:
 	if (c >= 0)
 		rs_sys_close((int)c);
 	rs_sys_close((int)l);
+}
+
+/* IORING_SEND_ZC_REPORT_USAGE came with Linux 6.2.  (Probing it on a
+ * ring of its own would cost the calling thread a later system call: the
+ * kernel's teardown of a ring queues work on every task that used it as if
+ * a signal were pending, so a blocking recv with SO_RCVTIMEO would fail
+ * with EINTR.  An older kernel with it backported just reports no copies.) */
+int rs_probe_zc_usage(void)
+{
+	struct utsname u;
+	unsigned maj = 0, min = 0;
+	if (uname(&u) != 0 || sscanf(u.release, "%u.%u", &maj, &min) != 2)
+		return 0;
+	return maj > 6 || (maj == 6 && min >= 2);
+}
+
+int rs_probe_send_zc(struct io_uring *ring)
+{
+	static int known;
+	int v = __atomic_load_n(&known, __ATOMIC_ACQUIRE);
+	if (v)
+		return v;
+	v = RS_ZC_NONE;
+	/* (IORING_REGISTER_PROBE: no request, no completion, no task work) */
+	struct io_uring_probe *pr = io_uring_get_probe_ring(ring);
+	if (pr && io_uring_opcode_supported(pr, IORING_OP_SEND_ZC) && io_uring_opcode_supported(pr, IORING_OP_SENDMSG_ZC))
+		v = rs_probe_zc_usage() ? RS_ZC_USAGE : RS_ZC_PLAIN;
+	if (pr)
+		io_uring_free_probe(pr);
+	__atomic_store_n(&known, v, __ATOMIC_RELEASE);
+	return v;
 }
 
 void rs_probe_run(struct rs_probe *p)

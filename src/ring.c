@@ -216,6 +216,64 @@ struct io_uring_sqe *rs_ring_sqe(struct rs_ring *r)
 	return sqe;
 }
 
+/* ---- zero-copy sends: their two completions ----------------------------- */
+
+void rs_ring_zc_add(struct rs_ring *r, struct rs_frag_hold *h)
+{
+	h->prev = NULL;
+	h->next = r->zc_holds;
+	if (h->next)
+		h->next->prev = h;
+	r->zc_holds = h;
+}
+
+/* The send's own completion goes to its socket (as a plain send's would),
+ * and tells whether a notification follows (F_MORE); the notification
+ * says the kernel no longer reads the chunks.  After both, the hold goes. */
+static void zc_complete(struct rs_ring *r, struct rs_frag_hold *h, struct io_uring_cqe *c)
+{
+	if (c->flags & IORING_CQE_F_NOTIF) {
+		h->notif = 0;
+		if ((unsigned)c->res & IORING_NOTIF_USAGE_ZC_COPIED)
+			rs_stat_add(RS_C_ZC_COPIED, 1);
+	} else {
+		struct rs_esock *e = h->e;
+		h->e = NULL;
+		h->notif = (c->flags & IORING_CQE_F_MORE) != 0;
+		e->ops->complete(r, e, RS_UD_SEND, c);
+	}
+	if (h->e || h->notif)
+		return;
+	if (h->prev)
+		h->prev->next = h->next;
+	else
+		r->zc_holds = h->next;
+	if (h->next)
+		h->next->prev = h->prev;
+	rs_frag_hold_release(&r->frag, h);
+}
+
+/* Holds of a ring that goes (its thread exits) before the kernel let go
+ * of their chunks: kept, with the chunks, for the life of the process
+ * (the kernel may still read them; reused memory would be sent). */
+static struct rs_frag_hold *zc_orphans;
+/* (taken under a ring's lock, which fork holds) */
+static pthread_mutex_t zc_orphans_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void zc_orphan_all(struct rs_ring *r)
+{
+	if (!r->zc_holds)
+		return;
+	struct rs_frag_hold *last = r->zc_holds;
+	while (last->next)
+		last = last->next;
+	pthread_mutex_lock(&zc_orphans_lock);
+	last->next = zc_orphans;
+	zc_orphans = r->zc_holds;
+	pthread_mutex_unlock(&zc_orphans_lock);
+	r->zc_holds = NULL;
+}
+
 int rs_ring_reap(struct rs_ring *r)
 {
 	rs_assert(rs_ring_held(r));
@@ -237,6 +295,8 @@ int rs_ring_reap(struct rs_ring *r)
 				uint64_t v;
 				r->wake_armed = 0;
 				rs_syscall(SYS_read, r->evfd, &v, sizeof(v));
+			} else if (op == RS_UD_ZC) {
+				zc_complete(r, p, c);
 			} else if (p) {
 				struct rs_esock *e = p;
 				e->ops->complete(r, e, op, c);
@@ -753,6 +813,7 @@ int rs_ring_lock_live(struct rs_ring *r)
  * ring; the record stays for the next thread. */
 void rs_ring_teardown(struct rs_ring *r)
 {
+	zc_orphan_all(r);
 	rs_frag_pool_destroy(&r->frag);
 	rs_bufring_destroy(r);
 	/* The fd is closed once, here: io_uring_queue_exit would close the

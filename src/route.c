@@ -232,6 +232,8 @@ static struct {
 	struct rs_route r;
 } cache[CACHE];
 static unsigned cache_next;
+/* (The engine asks only under a ring's lock or a detached socket's mutex,
+ * which fork holds: no fork child inherits this lock held.) */
 static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
 
 int rs_route_lookup(const struct sockaddr *dst, socklen_t len, struct rs_route *out)

@@ -97,7 +97,9 @@ struct rs_tcp {
 	uint8_t sent;             /* a send has been made (the first goes to the
 				   * kernel: errors from before arming) */
 	uint8_t rxc_used;
+	uint8_t zc;               /* zero-copy sends: RS_TZC_* (decided once) */
 };
+enum { RS_TZC_UNKNOWN, RS_TZC_ON, RS_TZC_OFF };
 
 /* Why a socket's reads go through the kernel (rx_direct; rs_tcp_go_direct). */
 enum rs_direct_why {

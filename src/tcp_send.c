@@ -22,6 +22,7 @@
 #include <sys/socket.h>
 
 #include "engine.h"
+#include "route.h"
 #include "sys.h"
 #include "tcp_int.h"
 
@@ -382,6 +383,38 @@ ssize_t rs_tcp_send(struct rs_tcp *t, const struct iovec *iov, int iovcnt, int f
 	return (ssize_t)done;
 }
 
+/* Should the first k queued segments (bytes) go zero-copy?  Batches of
+ * at least RINGSOCK_ZEROCOPY_MIN, all in frag chunks (the socket's linear
+ * buffer is written again as soon as it is consumed), never while a send
+ * must wait for room; and only where the route pays (route.c), asked once
+ * per socket, or everywhere with RINGSOCK_ZEROCOPY=always. */
+static int zc_use(struct rs_ring *r, struct rs_tcp *t, uint32_t k, size_t bytes)
+{
+	long long mode = rs_rt.cfg.v[RS_K_ZEROCOPY];
+	if (bytes < (size_t)rs_rt.cfg.v[RS_K_ZEROCOPY_MIN] || mode == RS_ZC_NEVER || t->tx_wait ||
+	    t->zc == RS_TZC_OFF)
+		return 0;
+	for (uint32_t i = 0; i < k; i++)
+		if (!rs_txq_at(t, i)->chunk)
+			return 0;
+	if (t->zc == RS_TZC_UNKNOWN) {
+		t->zc = RS_TZC_OFF;
+		if (rs_probe_send_zc(&r->ring) == RS_ZC_NONE)
+			return 0;
+		if (mode == RS_ZC_ALWAYS) {
+			t->zc = RS_TZC_ON;
+		} else {
+			struct sockaddr_storage ss;
+			socklen_t sl = sizeof(ss);
+			struct rs_route rt;
+			if (rs_syscall(SYS_getpeername, t->e.fd, &ss, &sl) == 0 &&
+			    rs_route_lookup((struct sockaddr *)&ss, sl, &rt) == 0 && rt.zc)
+				t->zc = RS_TZC_ON;
+		}
+	}
+	return t->zc == RS_TZC_ON;
+}
+
 void rs_tcp_submit_tx(struct rs_ring *r, struct rs_tcp *t)
 {
 	if (t->send_inflight || !t->tx_cnt || t->e.fd < 0)
@@ -409,17 +442,41 @@ void rs_tcp_submit_tx(struct rs_ring *r, struct rs_tcp *t)
 	 * buffer took (never polled, never queued to io-wq).  One segment is
 	 * a plain send (no message header for the kernel to copy). */
 	int how = t->tx_wait ? MSG_WAITALL : MSG_DONTWAIT; /* (tx_wait: see drain_handover) */
-	if (k == 1) {
-		io_uring_prep_send(sqe, t->e.fd, t->txs->iov[0].iov_base, bytes, MSG_NOSIGNAL | how);
-	} else {
+	struct rs_frag_hold *h = NULL;
+	if (zc_use(r, t, k, bytes)) {
+		struct rs_chunk *cs[RS_TX_IOV];
+		for (uint32_t i = 0; i < k; i++)
+			cs[i] = rs_txq_at(t, i)->chunk;
+		h = rs_frag_hold_new(cs, k);
+	}
+	if (k > 1) {
 		memset(&t->txs->msg, 0, sizeof(t->txs->msg));
 		t->txs->msg.msg_iov = t->txs->iov;
 		t->txs->msg.msg_iovlen = k;
+	}
+	if (h) {
+		/* Zero-copy: the kernel reads the chunks until its notification
+		 * (ring.c), which the hold waits for. */
+		unsigned zf = rs_probe_send_zc(&r->ring) == RS_ZC_USAGE ? IORING_SEND_ZC_REPORT_USAGE : 0;
+		if (k == 1) {
+			io_uring_prep_send_zc(sqe, t->e.fd, t->txs->iov[0].iov_base, bytes, MSG_NOSIGNAL | how, zf);
+		} else {
+			io_uring_prep_sendmsg_zc(sqe, t->e.fd, &t->txs->msg, MSG_NOSIGNAL | how);
+			sqe->ioprio |= (uint16_t)zf;
+		}
+		h->e = &t->e;
+		rs_ring_zc_add(r, h);
+		io_uring_sqe_set_data64(sqe, RS_UD(h, RS_UD_ZC));
+		rs_stat_add(RS_C_ZC_SENDS, 1);
+	} else if (k == 1) {
+		io_uring_prep_send(sqe, t->e.fd, t->txs->iov[0].iov_base, bytes, MSG_NOSIGNAL | how);
+	} else {
 		io_uring_prep_sendmsg(sqe, t->e.fd, &t->txs->msg, MSG_NOSIGNAL | how);
 	}
 	t->inflight_segs = k;
 	t->inflight_bytes = bytes;
-	io_uring_sqe_set_data64(sqe, RS_UD(t, RS_UD_SEND));
+	if (!h)
+		io_uring_sqe_set_data64(sqe, RS_UD(t, RS_UD_SEND));
 	if (!t->tx_wait)
 		r->sq_sends++; /* completes in the enter that submits it */
 	t->send_inflight = 1;

@@ -2,6 +2,7 @@
  *
  *   stress server PORT        echo server: one epoll loop, nonblocking
  *   stress client PORT N SEED N connections, random sizes and split points
+ * (on 127.0.0.1, or the IPv4 address in STRESS_ADDR)
  *
  * Each client connection sends a random number of bytes (0..256 KiB) in
  * random-sized writes, interleaved with reads of the echo in random-sized
@@ -80,6 +81,8 @@ static int server(int port)
 	setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
 	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port),
 				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	if (getenv("STRESS_ADDR"))
+		inet_pton(AF_INET, getenv("STRESS_ADDR"), &a.sin_addr);
 	if (bind(l, (struct sockaddr *)&a, sizeof(a)) || listen(l, 4096)) {
 		perror("listen");
 		return 2;
@@ -182,6 +185,8 @@ static int client(int port, int nconn, unsigned seed)
 	int ep = epoll_create1(0);
 	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port),
 				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	if (getenv("STRESS_ADDR"))
+		inet_pton(AF_INET, getenv("STRESS_ADDR"), &a.sin_addr);
 	int live = 0;
 	for (int i = 0; i < nconn; i++) {
 		struct cconn *c = &cs[i];

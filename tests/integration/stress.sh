@@ -70,6 +70,13 @@ run_case caches 300 4 RINGSOCK_BUF_COUNT=16 RINGSOCK_BUF_COUNT_MAX=16 RINGSOCK_B
 run_case direct 200 5 RINGSOCK_DIRECT_THRESHOLD=1024 RINGSOCK_LINEAR_FIRST=0 \
 	RINGSOCK_RECLAIM_THRESHOLD=0 RINGSOCK_RECLAIM_CHUNK=4096
 check "direct: large calls went straight to the kernel" test "$(stat_sum "$TMP/direct.srv" direct)" -gt 0
+# Zero-copy sends (tcp_send.c, ring.c): every batch of queued bytes, of any
+# size, on loopback (where the route would never choose it); the chunks
+# stay held until the kernel's notification.
+run_case zerocopy 300 7 RINGSOCK_ZEROCOPY=always RINGSOCK_ZEROCOPY_MIN=1 RINGSOCK_LINEAR_FIRST=0 \
+	RINGSOCK_DIRECT_THRESHOLD=0 RINGSOCK_HIGH_ORDER_ALLOC_DISABLE=1
+check "zerocopy: batches were sent zero-copy" \
+	test "$(($(stat_sum "$TMP/zerocopy.srv" zc_sends) + $(stat_sum "$TMP/zerocopy.cli" zc_sends)))" -gt 100
 # Fault injection (faults.c, preloaded in front of the library): each
 # failure the engine handles, at both ends, with no byte lost and no hang.
 # setup: every ring refused (the kernel serves every socket); enter: every 7th io_uring_enter

@@ -44,6 +44,10 @@
  *       it can: on EAGAIN it waits for POLLOUT with poll and sends the
  *       same one again.  Prints "sent N" and how many EAGAINs it met
  *       (on stderr: their number depends on timing).
+ *   mixsend ADDR PORT N SIZE1 SIZE2
+ *       A blocking unconnected socket with default buffers sends N numbered
+ *       datagrams to ADDR:PORT, the first half of SIZE1 bytes and the
+ *       second of SIZE2, as fast as it can; prints "sent N".
  *   sinkseq PORT N
  *       Receives on 0.0.0.0:PORT until N numbered datagrams arrived
  *       (waiting up to 10 s for each); prints "complete" when each came
@@ -393,6 +397,28 @@ static int nbsend(const char *addr, int port, int n, int size)
 	return 0;
 }
 
+static int mixsend(const char *addr, int port, int n, int size1, int size2)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((unsigned short)port) };
+	int s = socket(AF_INET, SOCK_DGRAM, 0);
+	char buf[65536] = { 0 };
+	if (s < 0 || inet_pton(AF_INET, addr, &a.sin_addr) != 1) {
+		perror("mixsend");
+		return 1;
+	}
+	for (int i = 0; i < n; i++) {
+		int size = i < n / 2 ? size1 : size2;
+		memcpy(buf, &i, sizeof(i));
+		if (sendto(s, buf, (size_t)size, 0, (struct sockaddr *)&a, sizeof(a)) != size) {
+			perror("mixsend: sendto");
+			return 1;
+		}
+	}
+	printf("sent %d\n", n);
+	close(s);
+	return 0;
+}
+
 static int sinkseq(int port, int n)
 {
 	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((unsigned short)port) };
@@ -432,6 +458,8 @@ int main(int argc, char **argv)
 		return seq(atoi(argv[2]), atoi(argv[3]), atoi(argv[4]));
 	if (argc == 6 && !strcmp(argv[1], "nbsend"))
 		return nbsend(argv[2], atoi(argv[3]), atoi(argv[4]), atoi(argv[5]));
+	if (argc == 7 && !strcmp(argv[1], "mixsend"))
+		return mixsend(argv[2], atoi(argv[3]), atoi(argv[4]), atoi(argv[5]), atoi(argv[6]));
 	if (argc == 4 && !strcmp(argv[1], "sinkseq"))
 		return sinkseq(atoi(argv[2]), atoi(argv[3]));
 	if (argc == 3 && !strcmp(argv[1], "paced"))

@@ -1,3 +1,5 @@
+/* Also run with every send through the frag pool and each batch sent zero-copy (tcp_send.c):
+ * RUN_ALSO=RINGSOCK_ZEROCOPY=always RINGSOCK_ZEROCOPY_MIN=1 RINGSOCK_LINEAR_FIRST=0 RINGSOCK_DIRECT_THRESHOLD=0 RINGSOCK_ARM_AFTER=0 */
 /* Bytes a nonblocking send accepted reach the peer even when the writing
  * thread never comes back to a wait the engine serves.  Each case fills a
  * socket with small kernel buffers until send() says EAGAIN (how much it

@@ -1,3 +1,5 @@
+/* Also run with every send through the frag pool and each batch sent zero-copy (tcp_send.c):
+ * RUN_ALSO=RINGSOCK_ZEROCOPY=always RINGSOCK_ZEROCOPY_MIN=1 RINGSOCK_LINEAR_FIRST=0 RINGSOCK_DIRECT_THRESHOLD=0 RINGSOCK_ARM_AFTER=0 */
 /* epoll over engine sockets: level- and edge-triggered, one-shot and
  * re-arming with MOD, EPOLLOUT, EPOLLRDHUP, one socket in two sets, a set
  * mixing engine sockets with a pipe, maxevents, DEL, close removing the

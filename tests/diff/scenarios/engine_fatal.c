@@ -1,3 +1,5 @@
+/* Also run with every send through the frag pool and each batch sent zero-copy (tcp_send.c):
+ * RUN_ALSO=RINGSOCK_ZEROCOPY=always RINGSOCK_ZEROCOPY_MIN=1 RINGSOCK_LINEAR_FIRST=0 RINGSOCK_DIRECT_THRESHOLD=0 RINGSOCK_ARM_AFTER=0 */
 /* Death by a signal's default action loses no accepted byte: a child
  * sends 20,000 bytes (every send accepted) on an engine socket, then ends
  * by raise(), kill(), abort() or a signal whose handler was set back to

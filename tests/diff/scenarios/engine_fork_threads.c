@@ -1,3 +1,5 @@
+/* Also run with every send through the frag pool and each batch sent zero-copy (tcp_send.c):
+ * RUN_ALSO=RINGSOCK_ZEROCOPY=always RINGSOCK_ZEROCOPY_MIN=1 RINGSOCK_LINEAR_FIRST=0 RINGSOCK_DIRECT_THRESHOLD=0 RINGSOCK_ARM_AFTER=0 */
 /* fork() while threads that served engine sockets come and go: each
  * worker thread gets a ring of its own (a connection, a few round trips
  * on the engine), then exits and its ring is torn down, while the main

@@ -1,3 +1,5 @@
+/* Also run with every send through the frag pool and each batch sent zero-copy (tcp_send.c):
+ * RUN_ALSO=RINGSOCK_ZEROCOPY=always RINGSOCK_ZEROCOPY_MIN=1 RINGSOCK_LINEAR_FIRST=0 RINGSOCK_DIRECT_THRESHOLD=0 RINGSOCK_ARM_AFTER=0 */
 /* One thread talks to itself over loopback with blocking sockets: a
  * blocking read must find what this thread's own sends delivered before
  * it, as the kernel's read does, even when the engine queued those sends

@@ -1,3 +1,5 @@
+/* Also run with every send through the frag pool and each batch sent zero-copy (tcp_send.c):
+ * RUN_ALSO=RINGSOCK_ZEROCOPY=always RINGSOCK_ZEROCOPY_MIN=1 RINGSOCK_LINEAR_FIRST=0 RINGSOCK_DIRECT_THRESHOLD=0 RINGSOCK_ARM_AFTER=0 */
 /* Lost wake-ups: 20,000 one-byte round trips on one connection, both ends
  * on the engine, every wait with no timeout (epoll_wait(-1) on one side,
  * poll(-1) on the other).  A wake-up that never comes hangs a wait for

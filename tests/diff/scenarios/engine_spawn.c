@@ -1,3 +1,5 @@
+/* Also run with every send through the frag pool and each batch sent zero-copy (tcp_send.c):
+ * RUN_ALSO=RINGSOCK_ZEROCOPY=always RINGSOCK_ZEROCOPY_MIN=1 RINGSOCK_LINEAR_FIRST=0 RINGSOCK_DIRECT_THRESHOLD=0 RINGSOCK_ARM_AFTER=0 */
 /* Children that share the parent's memory (vfork, posix_spawn, system,
  * popen) while the parent holds engine sockets with data read ahead and
  * sends queued, and signal handlers installed.  A vfork child resets

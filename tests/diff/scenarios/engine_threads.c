@@ -1,3 +1,5 @@
+/* Also run with every send through the frag pool and each batch sent zero-copy (tcp_send.c):
+ * RUN_ALSO=RINGSOCK_ZEROCOPY=always RINGSOCK_ZEROCOPY_MIN=1 RINGSOCK_LINEAR_FIRST=0 RINGSOCK_DIRECT_THRESHOLD=0 RINGSOCK_ARM_AFTER=0 */
 /* Threads and engine sockets: a socket armed by one thread is used by
  * another while the first blocks in an unrelated call, then the first
  * exits and the socket keeps working; sockets handed from an accepting

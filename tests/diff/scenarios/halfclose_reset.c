@@ -1,3 +1,5 @@
+/* Also run with every send through the frag pool and each batch sent zero-copy (tcp_send.c):
+ * RUN_ALSO=RINGSOCK_ZEROCOPY=always RINGSOCK_ZEROCOPY_MIN=1 RINGSOCK_LINEAR_FIRST=0 RINGSOCK_DIRECT_THRESHOLD=0 RINGSOCK_ARM_AFTER=0 */
 /* shutdown, EOF, RST, EPIPE/SIGPIPE, MSG_NOSIGNAL, ECONNRESET, POLLRDHUP,
  * on blocking sockets the engine serves.
  * ENGINE_MIN_ACCELERATED=4 */
