@@ -172,11 +172,14 @@ void rs_frag_pool_destroy(struct rs_frag_pool *p);
 struct rs_frag_hold {
 	struct rs_frag_hold *next, *prev; /* the ring's holds [lock] */
 	struct rs_esock *e;    /* the sender, until the send's own completion */
+	struct rs_chunk *own;  /* the chunk the hold itself is carved from */
 	uint8_t notif;         /* the kernel's notification is still to come */
 	uint32_t n;
 	struct rs_chunk *chunk[];
 };
-struct rs_frag_hold *rs_frag_hold_new(struct rs_chunk *const *chunks, uint32_t n); /* NULL: no memory */
+/* A hold carved from the pool itself (no malloc: the send path may run in
+ * a signal handler); NULL when out of memory. */
+struct rs_frag_hold *rs_frag_hold_new(struct rs_frag_pool *p, struct rs_chunk *const *chunks, uint32_t n);
 void rs_frag_hold_release(struct rs_frag_pool *p, struct rs_frag_hold *h);
 
 /* ---- bufring.c: receive buffers ---------------------------------------- */

@@ -131,11 +131,15 @@ void rs_frag_release(struct rs_frag_pool *p, struct rs_chunk *c)
 	pool_trim(p);
 }
 
-struct rs_frag_hold *rs_frag_hold_new(struct rs_chunk *const *chunks, uint32_t n)
+struct rs_frag_hold *rs_frag_hold_new(struct rs_frag_pool *p, struct rs_chunk *const *chunks, uint32_t n)
 {
-	struct rs_frag_hold *h = malloc(sizeof(*h) + n * sizeof(h->chunk[0]));
-	if (!h)
+	size_t size = sizeof(struct rs_frag_hold) + n * sizeof(struct rs_chunk *);
+	struct rs_chunk *own;
+	char *m = rs_frag_alloc(p, (uint32_t)size + 15, &own);
+	if (!m)
 		return NULL;
+	struct rs_frag_hold *h = (struct rs_frag_hold *)(((uintptr_t)m + 15) & ~(uintptr_t)15);
+	h->own = own;
 	h->next = h->prev = NULL;
 	h->e = NULL;
 	h->notif = 1;
@@ -151,7 +155,7 @@ void rs_frag_hold_release(struct rs_frag_pool *p, struct rs_frag_hold *h)
 {
 	for (uint32_t i = 0; i < h->n; i++)
 		rs_frag_release(p, h->chunk[i]);
-	free(h);
+	rs_frag_release(p, h->own); /* last: the hold lives in it */
 }
 
 /* (Chunks a zero-copy send still holds are not on the free list: they stay

@@ -215,12 +215,17 @@ int rs_probe_send_zc(struct io_uring *ring)
 	if (v)
 		return v;
 	v = RS_ZC_NONE;
-	/* (IORING_REGISTER_PROBE: no request, no completion, no task work) */
-	struct io_uring_probe *pr = io_uring_get_probe_ring(ring);
-	if (pr && io_uring_opcode_supported(pr, IORING_OP_SEND_ZC) && io_uring_opcode_supported(pr, IORING_OP_SENDMSG_ZC))
+	/* IORING_REGISTER_PROBE: no request, no completion, no task work; and
+	 * no malloc (this runs in the send path, which a signal handler's
+	 * send may reach). */
+	union {
+		struct io_uring_probe p;
+		char b[sizeof(struct io_uring_probe) + 256 * sizeof(struct io_uring_probe_op)];
+	} pr;
+	memset(&pr, 0, sizeof(pr));
+	if (rs_syscall(SYS_io_uring_register, ring->ring_fd, IORING_REGISTER_PROBE, &pr.p, 256) == 0 &&
+	    io_uring_opcode_supported(&pr.p, IORING_OP_SEND_ZC) && io_uring_opcode_supported(&pr.p, IORING_OP_SENDMSG_ZC))
 		v = rs_probe_zc_usage() ? RS_ZC_USAGE : RS_ZC_PLAIN;
-	if (pr)
-		io_uring_free_probe(pr);
 	__atomic_store_n(&known, v, __ATOMIC_RELEASE);
 	return v;
 }

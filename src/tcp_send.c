@@ -447,7 +447,7 @@ void rs_tcp_submit_tx(struct rs_ring *r, struct rs_tcp *t)
 		struct rs_chunk *cs[RS_TX_IOV];
 		for (uint32_t i = 0; i < k; i++)
 			cs[i] = rs_txq_at(t, i)->chunk;
-		h = rs_frag_hold_new(cs, k);
+		h = rs_frag_hold_new(&r->frag, cs, k);
 	}
 	if (k > 1) {
 		memset(&t->txs->msg, 0, sizeof(t->txs->msg));

@@ -263,12 +263,8 @@ int main(int argc, char **argv)
 		return rs_cli_stat(argc - optind - 1, argv + optind + 1);
 	int is_check = cmd && !strcmp(cmd, "check");
 	int is_knobs = cmd && !strcmp(cmd, "knobs");
-	char **routes = calloc((size_t)argc + 1, sizeof(char *));
+	static char *routes[64];
 	int nroutes = 0;
-	if (!routes) {
-		perror("ringsock");
-		return 2;
-	}
 	if (is_check || is_knobs) {
 		/* Sub-command options may follow the word: ringsock check --knobs */
 		for (int i = optind + 1; i < argc; i++) {
@@ -276,7 +272,7 @@ int main(int argc, char **argv)
 				knobs_flag = 1;
 			else if (!strcmp(argv[i], "--man"))
 				man_flag = 1;
-			else if (is_check && !strcmp(argv[i], "--route") && i + 1 < argc)
+			else if (is_check && !strcmp(argv[i], "--route") && i + 1 < argc && nroutes < 64)
 				routes[nroutes++] = argv[++i];
 			else {
 				fprintf(stderr, "ringsock: unknown argument '%s' to %s\n", argv[i], cmd);
