@@ -50,6 +50,11 @@ void rs_engine_init(void)
 
 /* The thread is exiting: hand every socket over to pass-through and free
  * the ring.  Sends already accepted still go out (we wait for them). */
+static int no_zc_holds(void *arg)
+{
+	return !((struct rs_ring *)arg)->zc_holds;
+}
+
 static void thread_exit(void *arg)
 {
 	struct rs_ring *r = arg;
@@ -58,6 +63,11 @@ static void thread_exit(void *arg)
 	rs_ring_lock(r);
 	while (r->owned)
 		r->owned->ops->ring_gone(r, r->owned);
+	/* Zero-copy sends' chunks come back only with the kernel's
+	 * notification (once the peer acknowledged the data): wait for them,
+	 * as for sends a drain job still had. */
+	if (rs_ring_wait(r, no_zc_holds, r, 10000) == -ETIME)
+		rs_info("thread exit: zero-copy sends not acknowledged in 10 s: their memory is kept");
 	rs_ring_teardown(r);
 	rs_ring_unlock(r);
 }

@@ -114,6 +114,16 @@ void rs_ep_fork_prepare(void)
 
 void rs_ep_fork_release(int child)
 {
+	if (child) {
+		/* every set's, also one another thread made after the scan
+		 * (rs_ep_get publishes without the ctl lock) */
+		int top = atomic_load(&eps_top);
+		for (int i = 0; i < top; i++) {
+			struct rs_ep *ep = atomic_load(&eps[i]);
+			if (ep)
+				pthread_mutex_init(&ep->lock, NULL);
+		}
+	}
 	for (int i = 0; i < fork_nheld; i++) {
 		if (child)
 			pthread_mutex_init(&fork_held[i]->lock, NULL);

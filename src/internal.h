@@ -73,6 +73,7 @@ enum {
 	RS_C_UDP_SEND_ERRORS,
 	RS_C_ZC_SENDS,         /* layout version 10 */
 	RS_C_ZC_COPIED,
+	RS_C_ZC_REFUSED,
 	RS_C_COUNT
 };
 struct rs_tstats;

@@ -75,8 +75,15 @@ int rs_netinfo_routes(void (*fn)(const char *prefix, const struct sockaddr *prob
 		if (dst && nl_addr_get_prefixlen(dst))
 			nl_addr2str(dst, prefix, sizeof(prefix));
 		rtnl_link_i2name(links, rtnl_route_nh_get_ifindex(nh), dev, sizeof(dev));
-		/* The policy is asked about the gateway, else the prefix's address. */
+		/* The policy is asked about the gateway, else the prefix's
+		 * address; a default route with neither (a point-to-point
+		 * device) is asked about through check --route. */
 		struct nl_addr *a = gw ? gw : dst;
+		if (!gw && (!dst || !nl_addr_get_prefixlen(dst))) {
+			fn(prefix, NULL, 0, dev, arg);
+			n++;
+			continue;
+		}
 		struct sockaddr_storage ss;
 		socklen_t sl = sizeof(ss);
 		memset(&ss, 0, sizeof(ss));

@@ -95,6 +95,6 @@ static inline unsigned long long rs_pub_ns_inode(const char *link)
 }
 
 /* (a change of layout must change the version) */
-_Static_assert(sizeof(struct rs_pub) == 197216, "struct rs_pub changed: bump RS_PUB_VERSION and this size");
+_Static_assert(sizeof(struct rs_pub) == 197224, "struct rs_pub changed: bump RS_PUB_VERSION and this size");
 
 #endif

@@ -239,7 +239,8 @@ static void zc_complete(struct rs_ring *r, struct rs_frag_hold *h, struct io_uri
 	} else {
 		struct rs_esock *e = h->e;
 		h->e = NULL;
-		h->notif = (c->flags & IORING_CQE_F_MORE) != 0;
+		if (!(c->flags & IORING_CQE_F_MORE))
+			h->notif = 0; /* (no notification follows) */
 		e->ops->complete(r, e, RS_UD_SEND, c);
 	}
 	if (h->e || h->notif)
@@ -267,10 +268,10 @@ static void zc_orphan_all(struct rs_ring *r)
 	struct rs_frag_hold *last = r->zc_holds;
 	while (last->next)
 		last = last->next;
-	pthread_mutex_lock(&zc_orphans_lock);
+	rs_mutex_lock(&zc_orphans_lock);
 	last->next = zc_orphans;
 	zc_orphans = r->zc_holds;
-	pthread_mutex_unlock(&zc_orphans_lock);
+	rs_mutex_unlock(&zc_orphans_lock);
 	r->zc_holds = NULL;
 }
 
@@ -278,13 +279,20 @@ int rs_ring_reap(struct rs_ring *r)
 {
 	rs_assert(rs_ring_held(r));
 	struct io_uring_cqe *cqes[64];
+	struct io_uring_cqe batch[64];
 	int total = 0;
 	for (;;) {
 		unsigned n = io_uring_peek_batch_cqe(&r->ring, cqes, 64);
 		if (!n)
 			break;
+		/* Copied and consumed before any is handled: a handler that
+		 * reaps again (rs_ring_sqe with a full SQ) then sees only newer
+		 * completions, never these a second time. */
+		for (unsigned i = 0; i < n; i++)
+			batch[i] = *cqes[i];
+		io_uring_cq_advance(&r->ring, n);
 		for (unsigned i = 0; i < n; i++) {
-			struct io_uring_cqe *c = cqes[i];
+			struct io_uring_cqe *c = &batch[i];
 			void *p = RS_UD_PTR(c->user_data);
 			int op = RS_UD_OP(c->user_data);
 			if (op == RS_UD_POLL) {
@@ -304,7 +312,6 @@ int rs_ring_reap(struct rs_ring *r)
 			else if (op == RS_UD_DRAIN)
 				r->drain_ended = 1;
 		}
-		io_uring_cq_advance(&r->ring, n);
 		total += (int)n;
 	}
 	if (r->drain_ended) {

@@ -100,8 +100,15 @@ static void dev_info(int fd, struct rs_route *o)
 		memcpy(o->driver, di.driver, sizeof(o->driver));
 		o->driver[sizeof(o->driver) - 1] = 0;
 		/* A device on a bus names it ("0000:00:03.0", "virtio0");
-		 * veth, tun, bridges, dummies and loopback name none. */
+		 * veth, bridges, dummies and loopback name none, tun and tap
+		 * name themselves.  (Bonds and VLANs over a real NIC count as
+		 * virtual: the conservative side.) */
+		static const char *const virt[] = { "tun", "tap", "veth", "bridge", "dummy", "vrf", "vxlan",
+						    "geneve", "wireguard", "macvlan", "macvtap", "ipvlan", "netdevsim" };
 		o->physical = di.bus_info[0] && strcmp(di.bus_info, "N/A") != 0;
+		for (size_t i = 0; i < sizeof(virt) / sizeof(virt[0]); i++)
+			if (!strcmp(di.driver, virt[i]) || !strcmp(di.bus_info, virt[i]))
+				o->physical = 0;
 	}
 	struct ethtool_value v = { .cmd = ETHTOOL_GSG };
 	ifr.ifr_data = (void *)&v;

@@ -23,7 +23,9 @@ struct rs_route {
 /* The route to dst (AF_INET or AF_INET6, v4-mapped addresses as IPv4),
  * from a cache or one rtnetlink query plus device ioctls: 0, or -errno
  * (then *out holds the conservative answer: no zero-copy, no UDP GSO).
- * Never blocks; cached answers are kept RS_ROUTE_TTL_S seconds. */
+ * Never waits for the network (the kernel answers at once; its ethtool
+ * ioctls take the rtnl lock briefly); cached answers are kept
+ * RS_ROUTE_TTL_S seconds. */
 #define RS_ROUTE_TTL_S 5
 int rs_route_lookup(const struct sockaddr *dst, socklen_t len, struct rs_route *out);
 /* The same, bypassing the cache (`ringsock check --route`). */

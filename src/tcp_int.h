@@ -98,6 +98,7 @@ struct rs_tcp {
 				   * kernel: errors from before arming) */
 	uint8_t rxc_used;
 	uint8_t zc;               /* zero-copy sends: RS_TZC_* (decided once) */
+	uint8_t inflight_zc;      /* the send in flight is zero-copy */
 };
 enum { RS_TZC_UNKNOWN, RS_TZC_ON, RS_TZC_OFF };
 

@@ -465,6 +465,7 @@ void rs_tcp_submit_tx(struct rs_ring *r, struct rs_tcp *t)
 			sqe->ioprio |= (uint16_t)zf;
 		}
 		h->e = &t->e;
+		t->inflight_zc = 1;
 		rs_ring_zc_add(r, h);
 		io_uring_sqe_set_data64(sqe, RS_UD(h, RS_UD_ZC));
 		rs_stat_add(RS_C_ZC_SENDS, 1);
@@ -552,6 +553,19 @@ void rs_tcp_send_done(struct rs_ring *r, struct rs_tcp *t, struct io_uring_cqe *
 	t->ops_inflight--;
 	int res = c->res;
 	int full = 0;
+	int was_zc = t->inflight_zc;
+	t->inflight_zc = 0;
+	if (was_zc && (res == -EOPNOTSUPP || res == -EINVAL || res == -ENOMEM || res == -ENOBUFS)) {
+		/* The kernel refused zero-copy for this socket (a TLS or sockmap
+		 * socket has no zero-copy support; no memory for the
+		 * notification): nothing was sent; the same bytes go again,
+		 * copied, and this socket never tries zero-copy again. */
+		t->zc = RS_TZC_OFF;
+		rs_stat_add(RS_C_ZC_REFUSED, 1);
+		if (t->tx_cnt && t->e.fd >= 0)
+			rs_ring_txq_add(r, &t->e);
+		return;
+	}
 	if (res > 0) {
 		rs_txq_consume(t, (size_t)res, r);
 		full = (size_t)res < t->inflight_bytes;

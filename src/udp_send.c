@@ -531,8 +531,10 @@ void rs_udp_after_send(struct rs_sock *s, int fd, ssize_t r, int err, const void
 				/* Queueable from now on: may its runs travel as one
 				 * UDP_SEGMENT message on this route, and how large? */
 				struct rs_route rt;
-				rs_route_lookup((const struct sockaddr *)&nn, (socklen_t)nl, &rt);
-				d->gso_max = rt.gso_max;
+				if (rs_route_lookup((const struct sockaddr *)&nn, (socklen_t)nl, &rt) == 0)
+					d->gso_max = rt.gso_max;
+				else /* (no answer, netlink not allowed: try, and give it up if refused) */
+					d->gso_max = (uint16_t)(u->e.sock->domain == AF_INET6 ? TXQ_LEN6 : TXQ_LEN4);
 			}
 			if ((size_t)r > d->maxlen)
 				d->maxlen = (uint16_t)r;

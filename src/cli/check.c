@@ -102,9 +102,13 @@ static void print_policy(const struct route_ctx *x, const struct rs_route *r, in
 
 static void route_line(const char *prefix, const struct sockaddr *probe, socklen_t len, const char *dev, void *arg)
 {
+	printf("  %s dev %s\n", prefix, dev);
+	if (!probe) {
+		printf("    (no gateway: ask about an address with check --route ADDR)\n");
+		return;
+	}
 	struct rs_route r;
 	int e = rs_route_query(probe, len, &r);
-	printf("  %s dev %s\n", prefix, dev);
 	print_policy(arg, &r, e, "    ");
 }
 
