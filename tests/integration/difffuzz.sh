@@ -14,7 +14,9 @@
 #   bash difffuzz.sh soak SECONDS [FIRST [OPTS]]  fresh seeds FIRST, FIRST+1, ... for a while
 #
 # OPTS are difffuzz options (-n STEPS, -k KEEP, -u, -K).  RS_FUZZ_LIB
-# replaces the library (e.g. an older build).  Outside CTest, RS_LIB/RS_BUILD/RS_SRC
+# replaces the library (e.g. an older build).  RS_FUZZ_MODES chooses the
+# library's modes (default "lib arm0"; "zc" sends every batch of queued
+# bytes zero-copy, through the frag pool).  Outside CTest, RS_LIB/RS_BUILD/RS_SRC
 # default to this checkout's build/.
 here=$(cd "$(dirname "$0")" && pwd)
 : "${RS_SRC:=$(cd "$here/../.." && pwd)}"
@@ -25,6 +27,8 @@ LIB=${RS_FUZZ_LIB:-$RS_LIB}
 FUZZ="$RS_BUILD/tests/difffuzz"
 SRCC="$RS_SRC/tests/fuzz/difffuzz.c"
 CORPUS="$RS_SRC/tests/fuzz/corpus.txt"
+MODES=${RS_FUZZ_MODES:-lib arm0}
+ZC_KNOBS="RINGSOCK_ZEROCOPY=always RINGSOCK_ZEROCOPY_MIN=1 RINGSOCK_LINEAR_FIRST=0 RINGSOCK_DIRECT_THRESHOLD=0"
 RUN_TIMEOUT=${RS_FUZZ_TIMEOUT:-6} # a run takes well under 1 s; a sync gives up after 2 s
 
 [ -f "$LIB" ] || { echo "skip: no library at $LIB"; exit 77; }
@@ -48,6 +52,7 @@ run_mode() {
 	plain | plain2) ;;
 	lib) envs=(LD_PRELOAD="$LIB") ;;
 	arm0) envs=(LD_PRELOAD="$LIB" RINGSOCK_ARM_AFTER=0) ;;
+	zc) envs=(LD_PRELOAD="$LIB" $ZC_KNOBS) ;;
 	esac
 	(cd "$TMP" && timeout -k 2 "$RUN_TIMEOUT" env "${envs[@]}" "$FUZZ" "$@") >"$out.out" 2>"$out.err"
 	echo $? >"$out.rc"
@@ -57,6 +62,7 @@ mode_env() {
 	case $1 in
 	lib) echo "LD_PRELOAD=$LIB " ;;
 	arm0) echo "LD_PRELOAD=$LIB RINGSOCK_ARM_AFTER=0 " ;;
+	zc) echo "LD_PRELOAD=$LIB $ZC_KNOBS " ;;
 	esac
 }
 
@@ -72,12 +78,12 @@ check_seed() {
 	local seed=$1
 	shift
 	local m fail=0
-	for m in plain plain2 lib arm0; do
+	for m in plain plain2 $MODES; do
 		run_mode "$TMP/cur.$m" $m "$@" "$seed"
 	done
 	local prc
 	prc=$(cat "$TMP/cur.plain.rc")
-	for m in plain2 lib arm0; do
+	for m in plain2 $MODES; do
 		if cmp -s "$TMP/cur.plain.out" "$TMP/cur.$m.out" && [ "$prc" = "$(cat "$TMP/cur.$m.rc")" ]; then
 			continue
 		fi
@@ -85,7 +91,7 @@ check_seed() {
 		if [ $m = plain2 ]; then
 			echo "NONDETERMINISTIC (a fuzzer bug): seed $seed $* differs between two plain runs (exit $prc, $(cat "$TMP/cur.$m.rc"))"
 		else
-			echo "DIFFERENCE: seed $seed $* plain vs $m (${m/arm0/RINGSOCK_ARM_AFTER=0}): exit $prc vs $(cat "$TMP/cur.$m.rc")"
+			echo "DIFFERENCE: seed $seed $* plain vs $m ($(mode_env $m | sed 's/^LD_PRELOAD=[^ ]* *//')): exit $prc vs $(cat "$TMP/cur.$m.rc")"
 		fi
 		echo "  first difference (< plain, > $m):"
 		first_diff "$TMP/cur.plain.out" "$TMP/cur.$m.out" | sed 's/^/    /'
