@@ -120,8 +120,19 @@ void rs_ep_fork_release(int child)
 		int top = atomic_load(&eps_top);
 		for (int i = 0; i < top; i++) {
 			struct rs_ep *ep = atomic_load(&eps[i]);
-			if (ep)
-				pthread_mutex_init(&ep->lock, NULL);
+			if (!ep)
+				continue;
+			pthread_mutex_init(&ep->lock, NULL);
+			/* The child shares these sets' kernel registrations with
+			 * the parent: a socket in one that the child armed would
+			 * change what the kernel reports to the parent (its
+			 * writability, its input become the engine's).  Such
+			 * sockets stay the kernel's in the child. */
+			for (unsigned fd = 0; fd < ep->nbyfd; fd++) {
+				struct rs_epreg *g = ep->byfd[fd];
+				if (g && g->s && !atomic_load(&g->s->eng) && !g->s->no_engine)
+					rs_sock_passthrough(g->s, RINGSOCK_PT_FORK);
+			}
 		}
 	}
 	for (int i = 0; i < fork_nheld; i++) {
