@@ -21,8 +21,9 @@
  *    the kernel refuses it with EIO), and a segment that fits the path
  *    MTU (else EINVAL).
  * Answers are cached process-wide for RS_ROUTE_TTL_S seconds, keyed by
- * the destination address: a route change reaches the policy within
- * that time.  Neither decision changes what the program sees (a wrong
+ * the destination address, and a device's facts keyed by its index (a new
+ * destination through a known device costs the route query alone): a
+ * route or device change reaches the policy within that time.  Neither decision changes what the program sees (a wrong
  * one costs speed, not bytes: the UDP send path falls back to single
  * datagrams on any refusal).
  */
@@ -197,7 +198,57 @@ static int dst_addr(const struct sockaddr *dst, socklen_t len, unsigned char add
 	return -1;
 }
 
-static int query(int family, const unsigned char *addr, struct rs_route *out)
+/* ---- the caches --------------------------------------------------------------- */
+
+/* (The engine asks only under a ring's lock or a detached socket's mutex,
+ * which fork holds: no fork child inherits this lock held.) */
+static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* A device's facts (name, driver, flags, MTU, offloads), kept per ifindex:
+ * a new destination then costs one route query, not the device's ioctls
+ * too (which take the kernel's rtnl lock). */
+#define DEVS 16
+static struct {
+	int64_t until;
+	struct rs_route d; /* ifindex, ifname, driver, local (loopback), mtu (the device's), physical, sg, txcsum */
+} devs[DEVS];
+static unsigned dev_next;
+
+static void dev_facts(int fd, struct rs_route *o, int cached, int64_t now)
+{
+	struct rs_route d = { .ifindex = o->ifindex };
+	int have = 0;
+	if (cached) {
+		pthread_mutex_lock(&cache_lock);
+		for (unsigned i = 0; i < DEVS && !have; i++)
+			if (devs[i].d.ifindex == o->ifindex && devs[i].until > now) {
+				d = devs[i].d;
+				have = 1;
+			}
+		pthread_mutex_unlock(&cache_lock);
+	}
+	if (!have) {
+		dev_info(fd, &d);
+		if (cached && d.ifindex) {
+			pthread_mutex_lock(&cache_lock);
+			unsigned i = dev_next++ % DEVS;
+			devs[i].d = d;
+			devs[i].until = now + (int64_t)RS_ROUTE_TTL_S * 1000000000;
+			pthread_mutex_unlock(&cache_lock);
+		}
+	}
+	o->ifindex = d.ifindex;
+	memcpy(o->ifname, d.ifname, sizeof(o->ifname));
+	memcpy(o->driver, d.driver, sizeof(o->driver));
+	o->local |= d.local;
+	if (!o->mtu)
+		o->mtu = d.mtu;
+	o->physical = d.physical;
+	o->sg = d.sg;
+	o->txcsum = d.txcsum;
+}
+
+static int query(int family, const unsigned char *addr, struct rs_route *out, int cached, int64_t now)
 {
 	memset(out, 0, sizeof(*out));
 	int e = 0;
@@ -207,7 +258,7 @@ static int query(int family, const unsigned char *addr, struct rs_route *out)
 	} else {
 		e = nl_route((int)fd, family, addr, out);
 		if (!e && out->ifindex)
-			dev_info((int)fd, out);
+			dev_facts((int)fd, out, cached, now);
 		rs_sys_close((int)fd);
 	}
 	if (e)
@@ -225,11 +276,10 @@ int rs_route_query(const struct sockaddr *dst, socklen_t len, struct rs_route *o
 		decide(out, AF_INET);
 		return -EAFNOSUPPORT;
 	}
-	return query(family, addr, out);
+	return query(family, addr, out, 0, 0);
 }
 
-/* ---- the cache ---------------------------------------------------------------- */
-
+/* Destinations' answers, kept RS_ROUTE_TTL_S. */
 #define CACHE 32
 static struct {
 	int family;
@@ -239,9 +289,6 @@ static struct {
 	struct rs_route r;
 } cache[CACHE];
 static unsigned cache_next;
-/* (The engine asks only under a ring's lock or a detached socket's mutex,
- * which fork holds: no fork child inherits this lock held.) */
-static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
 
 int rs_route_lookup(const struct sockaddr *dst, socklen_t len, struct rs_route *out)
 {
@@ -261,7 +308,7 @@ int rs_route_lookup(const struct sockaddr *dst, socklen_t len, struct rs_route *
 		}
 	}
 	pthread_mutex_unlock(&cache_lock);
-	int e = query(family, addr, out);
+	int e = query(family, addr, out, 1, now);
 	pthread_mutex_lock(&cache_lock);
 	unsigned i = cache_next++ % CACHE;
 	cache[i].family = family;

@@ -204,13 +204,13 @@ static void maybe_passive(struct rs_tcp *t)
 }
 
 /* Reads go to the kernel and the engine holds nothing of this socket's
- * input, nor can a receive of ours still bring some: a blocking read
- * waits in the kernel at once. */
+ * input (nor an error a fork left shared), nor can a receive of ours
+ * still bring some: a blocking read waits in the kernel at once. */
 static int kernel_reader(struct rs_tcp *t)
 {
 	return t->e.mode == RS_ES_ARMED && (t->rx_direct || t->rx_starved) && t->e.owner == rs_ring_tls &&
 	       !t->e.recv_armed &&
-	       !rs_rxq_held(t) && !t->rx_err && !t->rx_eof && !t->shut_rd;
+	       !rs_rxq_held(t) && !t->rx_err && !t->rx_eof && !t->shut_rd && rs_rxq_leftover_empty(t);
 }
 
 /* The next byte to read is the urgent mark: the kernel ends a read there
