@@ -141,7 +141,10 @@ RS_EXPORT int getsockopt(int fd, int level, int name, void *val, socklen_t *len)
 		/* An error the engine saw first is the socket's pending error. */
 		struct rs_esock *t = rs_esock_enter(s, fd, 0);
 		if (t) {
-			int e = rs_esock_passive(t) ? 0 : t->ops->so_error(t);
+			/* (first an error a call kept for the next one) */
+			int e = rs_kept_error(s);
+			if (!e)
+				e = rs_esock_passive(t) ? 0 : t->ops->so_error(t);
 			rs_esock_unlock(t);
 			if (e) {
 				*(int *)val = e;

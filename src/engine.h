@@ -622,6 +622,8 @@ static inline int rs_esock_armed_on(struct rs_esock *e, struct rs_ring *r)
 {
 	return RS_LOAD(e->mode) == RS_ES_ARMED && (!r || RS_LOAD(e->owner) == r);
 }
+/* The kind's readiness, with ERR for an error kept for the next call. */
+unsigned rs_esock_readiness(struct rs_esock *e);
 static inline int rs_esock_passive(struct rs_esock *e)
 {
 	return __atomic_load_n(&e->passive, __ATOMIC_ACQUIRE);

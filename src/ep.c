@@ -210,7 +210,7 @@ static int collect(struct rs_ep *ep, struct rs_ring *r, struct epoll_event *evs,
 		unsigned ready;
 		unsigned held;
 		if (g->engine && o == r && mode == RS_ES_ARMED) {
-			ready = t->ops->readiness(t);
+			ready = rs_esock_readiness(t);
 		} else if (!rs_esock_passive(t) && (held = t->ops->held_events(t)) != 0) {
 			/* held after detaching: bytes, or an error taken from the
 			 * kernel */

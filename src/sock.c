@@ -357,6 +357,18 @@ struct rs_esock *rs_esock_enter_served(struct rs_sock *s, int fd)
 	return e;
 }
 
+/* What the socket's kind reports, and ERR while an error a call kept for
+ * the next one (a reset after a partial MSG_WAITALL read: rs_keep_error)
+ * is pending: the kernel's poll shows the socket's error until a call
+ * takes it. */
+unsigned rs_esock_readiness(struct rs_esock *e)
+{
+	unsigned ev = e->ops->readiness(e);
+	if (__atomic_load_n(&e->sock->err_kept, __ATOMIC_RELAXED))
+		ev |= EPOLLERR;
+	return ev;
+}
+
 /* Whether e can take a send now, as its readiness says (locks e). */
 int rs_esock_writable(struct rs_esock *e)
 {

@@ -79,7 +79,7 @@ static int engine_answers(struct pollfd *fds, unsigned long n, struct rs_ring *r
 				       (RS_LOAD(t->kfull) ? (POLLOUT | POLLWRNORM | POLLWRBAND) : 0) | (no_recv ? POLLRDHUP : 0);
 			if (!k[i].events && !no_recv)
 				k[i].fd = -1;
-			unsigned ev = to_poll(t->ops->readiness(t)) & ((unsigned)fds[i].events | POLLERR | POLLHUP);
+			unsigned ev = to_poll(rs_esock_readiness(t)) & ((unsigned)fds[i].events | POLLERR | POLLHUP);
 			k[i].revents = (short)ev;
 			ready += ev != 0;
 		} else {
