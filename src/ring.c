@@ -275,22 +275,36 @@ static void zc_orphan_all(struct rs_ring *r)
 	r->zc_holds = NULL;
 }
 
+/* Up to max completions the CQ holds now, copied out and consumed.  Never
+ * enters the kernel (liburing's peek does when task work is pending): a
+ * reap handles what one enter produced, so a multishot receive on a
+ * flooded socket takes no more than one enter's worth before its handler
+ * has seen it (and could stop it), and a reap for another thread's ring
+ * (which may not enter it: SINGLE_ISSUER) takes only what is there. */
+static unsigned cq_take(struct io_uring *ring, struct io_uring_cqe *out, unsigned max)
+{
+	unsigned head = *ring->cq.khead;
+	unsigned n = io_uring_smp_load_acquire(ring->cq.ktail) - head;
+	if (n > max)
+		n = max;
+	for (unsigned i = 0; i < n; i++)
+		out[i] = ring->cq.cqes[(head + i) & ring->cq.ring_mask];
+	io_uring_cq_advance(ring, n);
+	return n;
+}
+
 int rs_ring_reap(struct rs_ring *r)
 {
 	rs_assert(rs_ring_held(r));
-	struct io_uring_cqe *cqes[64];
 	struct io_uring_cqe batch[64];
 	int total = 0;
 	for (;;) {
-		unsigned n = io_uring_peek_batch_cqe(&r->ring, cqes, 64);
-		if (!n)
-			break;
 		/* Copied and consumed before any is handled: a handler that
 		 * reaps again (rs_ring_sqe with a full SQ) then sees only newer
 		 * completions, never these a second time. */
-		for (unsigned i = 0; i < n; i++)
-			batch[i] = *cqes[i];
-		io_uring_cq_advance(&r->ring, n);
+		unsigned n = cq_take(&r->ring, batch, 64);
+		if (!n)
+			break;
 		for (unsigned i = 0; i < n; i++) {
 			struct io_uring_cqe *c = &batch[i];
 			void *p = RS_UD_PTR(c->user_data);
@@ -558,7 +572,7 @@ int rs_ring_catch_up(struct rs_ring *r)
 void rs_ring_submit(struct rs_ring *r)
 {
 	ring_prepare(r);
-	if (io_uring_sq_ready(&r->ring))
+	if (io_uring_sq_ready(&r->ring) || (ring_flags(r) & (IORING_SQ_TASKRUN | IORING_SQ_CQ_OVERFLOW)))
 		ring_enter(r, 0, NULL, NULL);
 	rs_ring_reap(r);
 }
