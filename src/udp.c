@@ -398,24 +398,61 @@ static void kwait_end(struct rs_ring *r, struct rs_udp *u)
 	rs_ring_rearm_add(r, &u->e);
 }
 
+/* One read of the kernel's queue into iov, as recvmsg would return it
+ * (f: the source address and msg_flags).  One buffer goes through
+ * recvfrom, which has no message header for the kernel to copy in and
+ * out: MSG_TRUNC makes it return the datagram's real length, which says
+ * whether it was cut. */
+static long kernel_read(int fd, const struct iovec *iov, int n, int flags, struct rs_dgram_from *f, int block)
+{
+	int named = f && f->name && f->namelen;
+	long k;
+	int mflags = 0;
+	if (n == 1) {
+		socklen_t nl = named ? *f->namelen : 0;
+		long a = named ? (long)f->name : 0, al = named ? (long)&nl : 0;
+		if (block)
+			k = rs_blocking_syscall(SYS_recvfrom, fd, (long)iov->iov_base, (long)iov->iov_len, flags | MSG_TRUNC,
+						a, al);
+		else
+			k = rs_syscall(SYS_recvfrom, fd, iov->iov_base, iov->iov_len, flags | MSG_TRUNC, a, al);
+		if (k >= 0 && (size_t)k > iov->iov_len) {
+			mflags = MSG_TRUNC;
+			if (!(flags & MSG_TRUNC))
+				k = (long)iov->iov_len;
+		}
+		if (k >= 0 && named)
+			*f->namelen = nl;
+	} else {
+		struct msghdr m = { .msg_iov = (struct iovec *)iov, .msg_iovlen = (size_t)n };
+		if (named) {
+			m.msg_name = f->name;
+			m.msg_namelen = *f->namelen;
+		}
+		k = block ? rs_blocking_syscall(SYS_recvmsg, fd, (long)&m, flags, 0, 0, 0)
+			  : rs_syscall(SYS_recvmsg, fd, &m, flags);
+		if (k >= 0 && named)
+			*f->namelen = m.msg_namelen;
+		mflags = m.msg_flags;
+	}
+	if (k >= 0 && f)
+		f->flags = mflags;
+	return k;
+}
+
 /* A read through the kernel for a waiting reader (lock held; returns
  * unlocked): a nonblocking one is made here, a blocking one after the
  * lock is let go.  RS_PASS when the reader goes back to the engine. */
 static ssize_t kwait_read(struct rs_udp *u, struct rs_ring *r, const struct iovec *iov, int n, int flags,
 			  struct rs_dgram_from *f, int block)
 {
-	struct msghdr m = { .msg_iov = (struct iovec *)iov, .msg_iovlen = (size_t)n };
-	if (f && f->name && f->namelen) {
-		m.msg_name = f->name;
-		m.msg_namelen = *f->namelen;
-	}
 	int fd = u->e.fd;
 	long k;
 	if (RS_LOAD(r->txq))
 		rs_ring_progress(r); /* this thread's queued sends first: it may read its own */
 	if (!block) {
 		/* (waits counts nonblocking reads with data in a row here) */
-		k = rs_syscall(SYS_recvmsg, fd, &m, flags | MSG_DONTWAIT);
+		k = kernel_read(fd, iov, n, flags | MSG_DONTWAIT, f, 0);
 		if (k < 0)
 			u->waits = 0;
 		else if (++u->waits >= UDP_KWAIT_BACK)
@@ -425,7 +462,7 @@ static ssize_t kwait_read(struct rs_udp *u, struct rs_ring *r, const struct iove
 		if (++u->kw_reads < UDP_KWAIT_RETRY) {
 			rs_esock_unlock(&u->e);
 			rs_sig_clear();
-			k = rs_blocking_syscall(SYS_recvmsg, fd, (long)&m, flags, 0, 0, 0);
+			k = kernel_read(fd, iov, n, flags, f, 1);
 			goto done;
 		}
 		kwait_end(r, u);
@@ -434,14 +471,8 @@ static ssize_t kwait_read(struct rs_udp *u, struct rs_ring *r, const struct iove
 	}
 	rs_esock_unlock(&u->e);
 done:
-	if (k >= 0) {
+	if (k >= 0)
 		rs_stat_add(RS_C_DIRECT, 1);
-		if (f) {
-			if (m.msg_name)
-				*f->namelen = m.msg_namelen;
-			f->flags = m.msg_flags;
-		}
-	}
 	return k;
 }
 
@@ -465,7 +496,9 @@ ssize_t rs_udp_recv_call(struct rs_sock *s, int fd, const struct iovec *iov, int
 	if (e)
 		return -e;
 	int block = !s->nonblock && !(flags & MSG_DONTWAIT);
-	int64_t deadline = block ? rs_call_deadline(s, fd, 1) : 0;
+	/* SO_RCVTIMEO counts from the first wait, as the kernel's does
+	 * (looked up then: a call answered from the queue reads no clock) */
+	int64_t deadline = block ? -1 : 0;
 	int entered = 0; /* this call made a system call */
 	int waited = 0;  /* ... and had to wait (counted once) */
 	for (int round = 0;; round++) {
@@ -494,6 +527,8 @@ ssize_t rs_udp_recv_call(struct rs_sock *s, int fd, const struct iovec *iov, int
 		if (o != rs_ring_tls) {
 			/* The owner is finishing the hand-over: look again soon. */
 			rs_esock_unlock(es);
+			if (deadline < 0)
+				deadline = rs_call_deadline(s, fd, 1);
 			if (deadline && rs_now_ns() >= deadline)
 				return -EAGAIN;
 			struct timespec ts = { 0, 50000 };
@@ -542,6 +577,8 @@ ssize_t rs_udp_recv_call(struct rs_sock *s, int fd, const struct iovec *iov, int
 				continue;
 			}
 		}
+		if (deadline < 0)
+			deadline = rs_call_deadline(s, fd, 1);
 		int st = rs_block_in_ring(es, deadline, 0); /* (returns unlocked) */
 		if (st)
 			return st;

@@ -161,13 +161,47 @@ static int kwait(void)
 		printf("wait %d: %zd %s\n", i, r, r < 0 ? strerror(errno) : "");
 	}
 	for (int i = 0; i < 12; i++) {
-		char m[8];
-		int k = snprintf(m, sizeof(m), "d%d", i);
+		char m[16];
+		int k = snprintf(m, sizeof(m), "d%d-%s", i, i % 4 ? "long" : "x");
 		sendto(t, m, (size_t)k, 0, (struct sockaddr *)&a, sizeof(a));
 	}
+	/* The kernel's reads in every shape a program uses: one buffer (the
+	 * library reads with recvfrom) or two (recvmsg), cut short or not,
+	 * with MSG_TRUNC or not, with the source address or not. */
 	for (int i = 0; i < 8; i++) {
-		ssize_t r = recv(s, buf, sizeof(buf), 0);
-		printf("blocking %d: %.*s\n", i, (int)(r > 0 ? r : 0), buf);
+		struct sockaddr_in from;
+		socklen_t fl = sizeof(from);
+		char x[4], y[4];
+		struct iovec v[2] = { { x, sizeof(x) }, { y, sizeof(y) } };
+		struct msghdr m = { .msg_name = &from, .msg_namelen = sizeof(from), .msg_iov = v, .msg_iovlen = 1 };
+		ssize_t r;
+		memset(buf, 0, sizeof(buf));
+		memset(x, 0, sizeof(x));
+		memset(y, 0, sizeof(y));
+		switch (i % 4) {
+		case 0:
+			r = recv(s, buf, i ? 3 : sizeof(buf), 0);
+			printf("blocking %d recv: %zd %.*s\n", i, r, (int)(r > 0 ? r : 0), buf);
+			break;
+		case 1:
+			r = recvfrom(s, buf, 3, MSG_TRUNC, (struct sockaddr *)&from, &fl);
+			printf("blocking %d recvfrom(MSG_TRUNC): %zd %.3s from %s len %u\n", i, r, buf,
+			       from.sin_port == b.sin_port ? "the sender" : "elsewhere", (unsigned)fl);
+			break;
+		case 2:
+			r = recvmsg(s, &m, 0);
+			printf("blocking %d recvmsg 1 iov: %zd %.4s flags %s namelen %u %s\n", i, r, x,
+			       m.msg_flags & MSG_TRUNC ? "TRUNC" : "-", (unsigned)m.msg_namelen,
+			       from.sin_port == b.sin_port ? "the sender" : "elsewhere");
+			break;
+		default:
+			m.msg_iovlen = 2;
+			m.msg_name = NULL;
+			m.msg_namelen = 0;
+			r = recvmsg(s, &m, 0);
+			printf("blocking %d recvmsg 2 iovs: %zd %.4s|%.4s flags %s\n", i, r, x, y,
+			       m.msg_flags & MSG_TRUNC ? "TRUNC" : "-");
+		}
 	}
 	for (int i = 0; i < 4; i++) {
 		ssize_t r = recv(s, buf, sizeof(buf), MSG_DONTWAIT);
