@@ -282,7 +282,20 @@ int rs_udp_tx_flush(struct rs_udp *u, int how)
 			segs[m++] = (uint8_t)k;
 			d = x;
 		}
-		long r = rs_syscall(SYS_sendmmsg, fd, vec, m, MSG_DONTWAIT | MSG_NOSIGNAL);
+		/* (one message: the call with the least for the kernel to copy
+		 * in; a ping-pong server's reply is the usual one) */
+		long r;
+		if (m > 1) {
+			r = rs_syscall(SYS_sendmmsg, fd, vec, m, MSG_DONTWAIT | MSG_NOSIGNAL);
+		} else {
+			struct msghdr *h = &vec[0].msg_hdr;
+			if (segs[0] == 1)
+				r = rs_syscall(SYS_sendto, fd, h->msg_iov[0].iov_base, h->msg_iov[0].iov_len,
+					       MSG_DONTWAIT | MSG_NOSIGNAL, h->msg_name, h->msg_namelen);
+			else
+				r = rs_syscall(SYS_sendmsg, fd, h, MSG_DONTWAIT | MSG_NOSIGNAL);
+			r = r >= 0 ? 1 : r;
+		}
 		for (long i = 0; i < r; i++) {
 			for (int j = 0; j < segs[i]; j++)
 				pop(u);
