@@ -5,12 +5,15 @@
  *       recvfrom per datagram, or recvmmsg 64 at a time (MSG_WAITFORONE),
  *       blocking; from the first datagram on, it stops after 500 ms with
  *       none and prints "received N".
- *   rs-udp-blast ADDR PORT SIZE SECS [sendto]
+ *   rs-udp-blast ADDR PORT SIZE SECS [sendto|gso]
  *       sends SIZE-byte datagrams to ADDR:PORT for SECS seconds, 32 per
  *       sendmmsg on a connected socket, as fast as the kernel takes them,
  *       and prints "sent N"; with sendto, one sendto per datagram on an
  *       unconnected socket (the way most programs send), reading the
- *       clock every 64.
+ *       clock every 64; with gso, 64 datagrams per send as one
+ *       UDP_SEGMENT message on a connected socket (the way QUIC stacks
+ *       send), which offers more than a receiver reading one datagram per
+ *       system call can take: the receive rows' overload shape.
  *
  * In the receive rows the sink is the program under test (kernel path or
  * ringsock) and the sender runs on the kernel path; in the send rows both
@@ -20,6 +23,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
+#include <netinet/udp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,6 +31,10 @@
 #include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
+
+#ifndef UDP_SEGMENT
+#define UDP_SEGMENT 103
+#endif
 
 static double now(void)
 {
@@ -96,13 +104,20 @@ static int blast(int argc, char **argv)
 	size_t size = (size_t)atol(argv[3]);
 	double secs = atof(argv[4]);
 	int per = argc > 5 && !strcmp(argv[5], "sendto");
+	int gso = argc > 5 && !strcmp(argv[5], "gso");
+	enum { N = 32, SEGS = 64 };
 	int s = socket(AF_INET, SOCK_DGRAM, 0);
-	if (s < 0 || (!per && connect(s, (struct sockaddr *)&a, sizeof(a)) < 0) || size > 65507) {
+	if (s < 0 || (!per && connect(s, (struct sockaddr *)&a, sizeof(a)) < 0) || size > 65507 ||
+	    (gso && (!size || size * SEGS > 65507))) {
 		perror("blast");
 		return 1;
 	}
-	enum { N = 32 };
-	char *buf = calloc(1, size ? size : 1);
+	int seg = (int)size;
+	if (gso && setsockopt(s, IPPROTO_UDP, UDP_SEGMENT, &seg, sizeof(seg)) < 0) {
+		perror("blast: UDP_SEGMENT");
+		return 1;
+	}
+	char *buf = calloc(1, size ? size * (gso ? SEGS : 1) : 1);
 	struct mmsghdr v[N];
 	struct iovec iov = { buf, size };
 	for (int i = 0; i < N; i++) {
@@ -122,7 +137,15 @@ static int blast(int argc, char **argv)
 			}
 		}
 	}
-	while (!per && now() < end) {
+	while (gso && now() < end) {
+		if (send(s, buf, size * SEGS, 0) >= 0)
+			sent += SEGS;
+		else if (errno != EINTR && errno != ENOBUFS && errno != EAGAIN && errno != ECONNREFUSED) {
+			perror("send");
+			return 1;
+		}
+	}
+	while (!per && !gso && now() < end) {
 		int r = sendmmsg(s, v, N, 0);
 		if (r < 0) {
 			if (errno == EINTR || errno == ENOBUFS || errno == EAGAIN || errno == ECONNREFUSED)

@@ -221,6 +221,21 @@ static int at_mark(int fd)
 	return rs_syscall(SYS_ioctl, fd, SIOCATMARK, &k) == 0 && k;
 }
 
+/* A pending error (a reset) with no byte before it in the kernel's queue:
+ * a call that has bytes to return already leaves it there.  One kernel
+ * read would have returned those bytes and left the error pending, for
+ * the next call (which may be another process's: a fork child shares the
+ * socket) and for poll's POLLERR; a read with nothing to copy would take
+ * it.  (A read that copies bytes leaves it pending, so the kernel's
+ * queued bytes are still taken.) */
+static int error_next(int fd)
+{
+	struct pollfd p = { fd, 0, 0 };
+	int inq = 0;
+	return rs_syscall(SYS_poll, &p, 1, 0) == 1 && (p.revents & POLLERR) &&
+	       (rs_syscall(SYS_ioctl, fd, SIOCINQ, &inq) < 0 || inq <= 0);
+}
+
 /* A blocking read got data: was there exactly one send since the last
  * one?  Then the program is a ping-pong client or server, and its next
  * send goes straight to the kernel (see rs_tcp_send). */
@@ -347,6 +362,8 @@ ssize_t rs_tcp_recv_call(struct rs_sock *s, int fd, const struct iovec *iov, int
 		 * here: a blocking kernel read would be restarted by an
 		 * SA_RESTART signal, where the one call without us returns
 		 * the bytes it has. */
+		if (error_next(fd))
+			break; /* (the bytes now; the error stays the socket's) */
 		struct msghdr m = { .msg_iov = cur.v, .msg_iovlen = (size_t)cur.n };
 		r = rs_syscall(SYS_recvmsg, fd, &m, flags | MSG_DONTWAIT);
 		if (r > 0 && done + (size_t)r < want && !(s->urgent && at_mark(fd))) {
@@ -394,15 +411,7 @@ static size_t kernel_rest(struct rs_tcp *t, const struct iovec *iov, int iovcnt,
 		return 0;
 	if (t->e.sock->urgent && at_mark(t->e.fd))
 		return 0; /* one kernel read would have stopped at the mark */
-	/* A pending error (a reset) stays the kernel's: one kernel read would
-	 * have returned the bytes and left it for the next call, which may be
-	 * another process's (a fork child shares the socket).  A read that
-	 * copies bytes leaves it pending, so the kernel's queued bytes are
-	 * still taken; with none, the read would take the error. */
-	struct pollfd p = { t->e.fd, 0, 0 };
-	int inq = 0;
-	if (rs_syscall(SYS_poll, &p, 1, 0) == 1 && (p.revents & POLLERR) &&
-	    (rs_syscall(SYS_ioctl, t->e.fd, SIOCINQ, &inq) < 0 || inq <= 0))
+	if (error_next(t->e.fd))
 		return 0;
 	struct iovec v[8];
 	int n = 0;

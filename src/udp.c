@@ -27,6 +27,17 @@
  * Send: udp_send.c (queued by the thread that serves the socket, sent in
  * batches, UDP_SEGMENT where datagrams allow).
  *
+ * Not done: UDP_GRO on the receive.  It would take a sender's
+ * UDP_SEGMENT run (or a NIC's coalesced packets) in one receive, but the
+ * engine cannot turn it off again exactly when the socket leaves it (a
+ * thread takes it over, a fork, exec, a descriptor passed on): the kernel
+ * gives a coalesced packet's segment size (the UDP_GRO control message)
+ * only while the option is on, and with it on, new packets keep arriving
+ * coalesced.  Packets that arrive between the last read with it on and
+ * the option going off would reach the kernel's next reader as one
+ * datagram, the run glued together (a two-reader test showed exactly
+ * that).  So the kernel's queue always holds the program's datagrams.
+ *
  * What the engine does not emulate leaves the socket with the kernel: any
  * option that adds control messages or changes what a receive returns
  * (preload/ctl.c rx_option: IP_PKTINFO, timestamps, IP_RECVERR, UDP_GRO,
