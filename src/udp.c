@@ -498,8 +498,10 @@ static int owner_may_take(struct rs_esock *e, struct rs_ring *o)
 	return e->recv_armed && o && RS_LOAD(o->sleeping);
 }
 
-ssize_t rs_udp_recv_call(struct rs_sock *s, int fd, const struct iovec *iov, int n, int flags,
-			 struct rs_dgram_from *f)
+/* batch: a recvmmsg's message (see rs_udp_recvmmsg): with nothing held,
+ * the kernel's reads for good, RS_PASS for the kernel's own recvmmsg. */
+static ssize_t recv_one(struct rs_sock *s, int fd, const struct iovec *iov, int n, int flags,
+			struct rs_dgram_from *f, int batch)
 {
 	if (flags & (MSG_ERRQUEUE | MSG_OOB))
 		return RS_PASS; /* the error queue is the kernel's (MSG_OOB: its EOPNOTSUPP) */
@@ -548,6 +550,10 @@ ssize_t rs_udp_recv_call(struct rs_sock *s, int fd, const struct iovec *iov, int
 			continue;
 		}
 		if (u->kwait && es->mode == RS_ES_ARMED && !u->shared && !es->recv_armed) {
+			if (batch) {
+				rs_esock_unlock(es);
+				return RS_PASS;
+			}
 			r = kwait_read(u, o, iov, n, flags, f, block); /* (returns unlocked) */
 			if (r != RS_PASS)
 				return r;
@@ -564,6 +570,15 @@ ssize_t rs_udp_recv_call(struct rs_sock *s, int fd, const struct iovec *iov, int
 			rs_ring_wait(o, recv_gone, u, -1);
 			rs_esock_unlock(es);
 			entered = 1;
+			continue;
+		}
+		if (batch && !u->kwait) {
+			/* A reader that takes datagrams in batches gets the
+			 * kernel's own: one recvmmsg moves up to its whole vector
+			 * for one system call, which the engine's receive (a
+			 * completion and a copy per datagram) cannot beat. */
+			kwait_start(o, u);
+			rs_esock_unlock(es);
 			continue;
 		}
 		/* (a read that will not wait also sends what this thread queued:
@@ -596,6 +611,12 @@ ssize_t rs_udp_recv_call(struct rs_sock *s, int fd, const struct iovec *iov, int
 		entered = 1;
 		round = -1;
 	}
+}
+
+ssize_t rs_udp_recv_call(struct rs_sock *s, int fd, const struct iovec *iov, int n, int flags,
+			 struct rs_dgram_from *f)
+{
+	return recv_one(s, fd, iov, n, flags, f, 0);
 }
 
 /* An error a recvmmsg met after its first datagram: the kernel keeps it
@@ -637,7 +658,7 @@ int rs_udp_recvmmsg(struct rs_sock *s, int fd, struct mmsghdr *vec, unsigned vle
 		int fl = flags & ~MSG_WAITFORONE;
 		if (i && (flags & MSG_WAITFORONE))
 			fl |= MSG_DONTWAIT;
-		ssize_t r = rs_udp_recv_call(s, fd, m->msg_iov, (int)m->msg_iovlen, fl, m->msg_name ? &f : NULL);
+		ssize_t r = recv_one(s, fd, m->msg_iov, (int)m->msg_iovlen, fl, m->msg_name ? &f : NULL, vlen > 1);
 		if (r == RS_PASS) {
 			if (!i)
 				return RS_PASS;

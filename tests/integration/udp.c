@@ -18,6 +18,15 @@
  *       are the kernel's (direct 12), and the fourth nonblocking read with
  *       a datagram gives it back to the engine (direct_off 1).  Prints
  *       what the reads returned.
+ *   mmsg N
+ *       Another socket sends N numbered datagrams of varying size to one
+ *       with a large SO_RCVBUF, in rounds of 100; after each round the
+ *       program reads them with recvmmsg, 16 at a time (a blocking one,
+ *       then nonblocking ones until EAGAIN), checking each number, size
+ *       and source.  Prints "complete N" when all arrived once, in order,
+ *       with their sizes.  Under the library the first recvmmsg that finds
+ *       nothing held sends the socket's reads to the kernel (direct_on 1):
+ *       its recvmmsg takes a whole vector per system call.
  *   seq SENDERS RECEIVERS N
  *       SENDERS threads each send N numbered datagrams to one socket with
  *       a large SO_RCVBUF (SO_RCVBUFFORCE), read by RECEIVERS threads
@@ -84,6 +93,56 @@ static int bound_sock(struct sockaddr_in *a)
 	if (s < 0 || bind(s, (struct sockaddr *)&any, sizeof(any)) || getsockname(s, (struct sockaddr *)a, &l))
 		die("udp socket");
 	return s;
+}
+
+static int mmsg(int n)
+{
+	struct sockaddr_in a, b;
+	int s = bound_sock(&a), t = bound_sock(&b), big = 32 << 20;
+	if (setsockopt(s, SOL_SOCKET, SO_RCVBUFFORCE, &big, sizeof(big)))
+		setsockopt(s, SOL_SOCKET, SO_RCVBUF, &big, sizeof(big));
+	enum { V = 16 };
+	static char bufs[V][2048];
+	struct mmsghdr v[V];
+	struct iovec iov[V];
+	struct sockaddr_in from[V];
+	int next = 0;
+	for (int round = 0; round * 100 < n; round++) {
+		for (int i = round * 100; i < n && i < round * 100 + 100; i++) {
+			char m[2048] = { 0 };
+			memcpy(m, &i, sizeof(i));
+			if (sendto(t, m, sizeof(i) + (size_t)(i % 1500), 0, (struct sockaddr *)&a, sizeof(a)) < 0)
+				die("mmsg: sendto");
+		}
+		int flags = 0; /* (the first waits for the round, the rest do not) */
+		while (next < n && next < round * 100 + 100) {
+			for (int i = 0; i < V; i++) {
+				iov[i] = (struct iovec){ bufs[i], sizeof(bufs[i]) };
+				memset(&v[i], 0, sizeof(v[i]));
+				v[i].msg_hdr.msg_iov = &iov[i];
+				v[i].msg_hdr.msg_iovlen = 1;
+				v[i].msg_hdr.msg_name = &from[i];
+				v[i].msg_hdr.msg_namelen = sizeof(from[i]);
+			}
+			int k = recvmmsg(s, v, V, flags, NULL);
+			if (k <= 0) {
+				printf("mmsg: recvmmsg %d (%s) after %d\n", k, k < 0 ? strerror(errno) : "", next);
+				return 1;
+			}
+			for (int i = 0; i < k; i++, next++) {
+				int num;
+				memcpy(&num, bufs[i], sizeof(num));
+				if (num != next || v[i].msg_len != sizeof(num) + (unsigned)(next % 1500) ||
+				    from[i].sin_port != b.sin_port || v[i].msg_hdr.msg_flags) {
+					printf("mmsg: datagram %d: number %d, %u bytes\n", next, num, v[i].msg_len);
+					return 1;
+				}
+			}
+			flags = MSG_DONTWAIT;
+		}
+	}
+	printf("complete %d\n", next);
+	return 0;
 }
 
 static int burst(int rcvbuf, int rounds, int per, int size)
@@ -488,6 +547,8 @@ int main(int argc, char **argv)
 		return burst(atoi(argv[2]), atoi(argv[3]), atoi(argv[4]), atoi(argv[5]));
 	if (argc == 2 && !strcmp(argv[1], "kwait"))
 		return kwait();
+	if (argc == 3 && !strcmp(argv[1], "mmsg"))
+		return mmsg(atoi(argv[2]));
 	if (argc == 5 && !strcmp(argv[1], "seq"))
 		return seq(atoi(argv[2]), atoi(argv[3]), atoi(argv[4]));
 	if (argc == 6 && !strcmp(argv[1], "nbsend"))
@@ -500,7 +561,7 @@ int main(int argc, char **argv)
 		return paced(atoi(argv[2]));
 	if (argc == 4 && !strcmp(argv[1], "stream"))
 		return stream(atoi(argv[2]), atoi(argv[3]));
-	fprintf(stderr, "usage: udp burst RCVBUF ROUNDS PER SIZE | kwait | seq SENDERS RECEIVERS N | stream N SIZE | paced N\n"
+	fprintf(stderr, "usage: udp burst RCVBUF ROUNDS PER SIZE | kwait | mmsg N | seq SENDERS RECEIVERS N | stream N SIZE | paced N\n"
 			"       | nbsend ADDR PORT N SIZE | sinkseq PORT N\n");
 	return 2;
 }

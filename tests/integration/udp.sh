@@ -64,6 +64,15 @@ check "kwait: the next twelve reads are the kernel's (direct 12)" test "$(stat_s
 check "kwait: four nonblocking reads with data give it back (direct_off 1)" \
 	test "$(stat_sum "$TMP/kwait.st" direct_off)" = 1
 
+# ---- a reader that takes datagrams in batches: the kernel's recvmmsg ----
+plain=$("$RS_UDP" mmsg 3000)
+check "mmsg, kernel path: $plain" test "$plain" = "complete 3000"
+lib=$(RINGSOCK_STATS="$TMP/mmsg.st" LD_PRELOAD="$RS_LIB" "$RS_UDP" mmsg 3000)
+check "mmsg, under the library: $lib" test "$lib" = "complete 3000"
+check "mmsg: the first recvmmsg with nothing held sends the reads to the kernel (direct_on 1)" \
+	test "$(stat_sum "$TMP/mmsg.st" direct_on)" = 1
+check "mmsg: the engine served the socket" test "$(stat_sum "$TMP/mmsg.st" accelerated)" -ge 1
+
 # ---- order and loss ----
 for readers in 1 2; do
 	out=$("$RS_UDP" seq 4 $readers 5000)
