@@ -221,18 +221,19 @@ static int collect(struct rs_ep *ep, struct rs_ring *r, struct epoll_event *evs,
 			/* held after detaching: bytes, or an error taken from the
 			 * kernel */
 			ready = (held & EPOLLIN ? EPOLLIN | EPOLLRDNORM : 0) | (held & EPOLLERR);
-			/* and what the kernel says of the socket meanwhile
-			 * (EPOLLPRI, EPOLLOUT...), in the same event, as one
-			 * kernel registration reports it: through a descriptor
-			 * that is still this socket's (the registered number may
-			 * have been closed and reused for another socket since;
-			 * the registration follows the open socket) */
-			int pfd = g->fd;
-			if (rs_fd_peek(pfd) != g->s)
-				pfd = rs_fd_peek(t->fd) == g->s ? t->fd : -1;
-			if (!g->engine && pfd >= 0) {
+			if (!g->engine) {
+				/* and what the kernel says of the socket meanwhile
+				 * (EPOLLPRI, EPOLLOUT...), in the same event, as one
+				 * kernel registration reports it: through a
+				 * descriptor that is still this socket's (the
+				 * registered number may have been closed and reused
+				 * for another socket; the registration follows the
+				 * open socket) */
+				int pfd = g->fd;
+				if (rs_fd_peek(pfd) != g->s)
+					pfd = rs_fd_peek(t->fd) == g->s ? t->fd : -1;
 				struct pollfd p = { pfd, (short)(g->events & 0xffff), 0 };
-				if (rs_syscall(SYS_poll, &p, 1, 0) == 1 && !(p.revents & POLLNVAL))
+				if (pfd >= 0 && rs_syscall(SYS_poll, &p, 1, 0) == 1 && !(p.revents & POLLNVAL))
 					ready |= (unsigned)p.revents;
 			}
 		} else {
