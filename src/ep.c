@@ -578,15 +578,6 @@ int rs_ep_wait(int epfd, struct epoll_event *evs, int max, int timeout_ms, const
 		if (k < 0)
 			return n ? n : (int)k;
 		int out = translate(ep, evs, k, &rd);
-		if (out > 0 && rd.wake && out < max) {
-			/* What the kernel's events pushed on the ready list (an
-			 * engine socket's ERR/HUP edge) belongs to this wait, as
-			 * the kernel reports it with the rest.  (Sockets of other
-			 * threads found now are looked at by the next wait.) */
-			struct rs_sock *f2[8];
-			int fd2[8], nf2 = 0, tr2 = 0;
-			out = collect(ep, r, evs, out, max, f2, &nf2, fd2, &tr2);
-		}
 		if (out > 0 || !rd.wake) {
 			if (!rd.fetch) /* answered without asking the kernel */
 				rs_stat_add(RS_C_CALLS_NOSYS, 1);
