@@ -178,20 +178,14 @@ void rs_ep_demote_nested(int epfd)
 
 /* ---- engine side: called with the socket's owner lock held ---------------- */
 
-static int merge(struct epoll_event *evs, int n, uint64_t data, uint32_t events);
-
-/* The ready list's events into evs[start..max); returns the new count.
- * start > 0: a second look in the same wait, at what the kernel's events
- * just pushed (rs_ep_wait): a registration this wait already reported
- * gets the new bits in its one event, as the kernel reports it. */
-static int collect(struct rs_ep *ep, struct rs_ring *r, struct epoll_event *evs, int start, int max,
+static int collect(struct rs_ep *ep, struct rs_ring *r, struct epoll_event *evs, int max,
 		   struct rs_sock **foreign, int *nforeign, int *fds, int *transient)
 {
-	int n = start;
+	int n = 0;
 	rs_mutex_lock(&ep->lock);
 	struct rs_epreg *list = ep->ready_head, *keep = NULL, *keep_tail = NULL;
 	ep->ready_head = ep->ready_tail = NULL;
-	uint32_t round = start ? ep->round : ++ep->round;
+	uint32_t round = ++ep->round;
 	while (list) {
 		struct rs_epreg *g = list;
 		list = g->ready_next;
@@ -249,11 +243,9 @@ static int collect(struct rs_ep *ep, struct rs_ring *r, struct epoll_event *evs,
 		int et = g->events & EPOLLET;
 		if (!ev || g->disabled || (et && !g->edge))
 			continue;
-		if (!(start && g->seen == round && merge(evs, start, g->data, ev))) {
-			evs[n].events = ev;
-			evs[n].data.u64 = g->data;
-			n++;
-		}
+		evs[n].events = ev;
+		evs[n].data.u64 = g->data;
+		n++;
 		g->seen = round;
 		g->edge = 0;
 		if (g->events & EPOLLONESHOT)
@@ -331,7 +323,7 @@ static int engine_round(struct rs_ep *ep, int epfd, struct rs_ring *r, struct ep
 		if (ring_mode)
 			rs_ring_poll_arm_lazy(r, RS_POLL_EP, epfd, ep);
 	}
-	rd->n = collect(ep, r, evs, 0, max, rd->foreign, &rd->nforeign, rd->ffd, &rd->transient);
+	rd->n = collect(ep, r, evs, max, rd->foreign, &rd->nforeign, rd->ffd, &rd->transient);
 	if (sleepy && !entered && (rd->n || rd->nforeign))
 		rs_ring_submit(r);
 	if (ring_mode) {
@@ -517,7 +509,7 @@ int rs_ep_wait(int epfd, struct epoll_event *evs, int max, int timeout_ms, const
 				continue;
 		} else {
 			/* No ring here: sockets of other threads in this set. */
-			rd.n = collect(ep, NULL, evs, 0, max, rd.foreign, &rd.nforeign, rd.ffd, &rd.transient);
+			rd.n = collect(ep, NULL, evs, max, rd.foreign, &rd.nforeign, rd.ffd, &rd.transient);
 		}
 		for (int i = 0; i < rd.nforeign; i++)
 			rs_sock_before_kernel(rd.foreign[i], rd.ffd[i], RINGSOCK_PT_THREAD);
