@@ -178,14 +178,34 @@ void rs_ep_demote_nested(int epfd)
 
 /* ---- engine side: called with the socket's owner lock held ---------------- */
 
-static int collect(struct rs_ep *ep, struct rs_ring *r, struct epoll_event *evs, int max,
+/* Report ev for g in evs[0..n): one event per registration and wait, as
+ * the kernel's.  A registration this round already reported (from engine
+ * state, from the kernel's events, or both) gets the new bits in that
+ * event.  Returns the new count.  Called with ep->lock held. */
+static int report(struct epoll_event *evs, int n, struct rs_epreg *g, uint32_t round, uint32_t ev)
+{
+	if (g->seen == round && g->seen_at < n && evs[g->seen_at].data.u64 == g->data) {
+		evs[g->seen_at].events |= ev;
+		return n;
+	}
+	evs[n].events = ev;
+	evs[n].data.u64 = g->data;
+	g->seen = round;
+	g->seen_at = n;
+	return n + 1;
+}
+
+/* The ready list's events into evs[start..max); returns the new count.
+ * start == 0 begins a round; start > 0 is a second look in the same wait
+ * (rs_ep_wait), at what the kernel's events just pushed. */
+static int collect(struct rs_ep *ep, struct rs_ring *r, struct epoll_event *evs, int start, int max,
 		   struct rs_sock **foreign, int *nforeign, int *fds, int *transient)
 {
-	int n = 0;
+	int n = start;
 	rs_mutex_lock(&ep->lock);
 	struct rs_epreg *list = ep->ready_head, *keep = NULL, *keep_tail = NULL;
 	ep->ready_head = ep->ready_tail = NULL;
-	uint32_t round = ++ep->round;
+	uint32_t round = start ? ep->round : ++ep->round;
 	while (list) {
 		struct rs_epreg *g = list;
 		list = g->ready_next;
@@ -243,10 +263,7 @@ static int collect(struct rs_ep *ep, struct rs_ring *r, struct epoll_event *evs,
 		int et = g->events & EPOLLET;
 		if (!ev || g->disabled || (et && !g->edge))
 			continue;
-		evs[n].events = ev;
-		evs[n].data.u64 = g->data;
-		n++;
-		g->seen = round;
+		n = report(evs, n, g, round, ev);
 		g->edge = 0;
 		if (g->events & EPOLLONESHOT)
 			g->disabled = 1;
@@ -323,7 +340,7 @@ static int engine_round(struct rs_ep *ep, int epfd, struct rs_ring *r, struct ep
 		if (ring_mode)
 			rs_ring_poll_arm_lazy(r, RS_POLL_EP, epfd, ep);
 	}
-	rd->n = collect(ep, r, evs, max, rd->foreign, &rd->nforeign, rd->ffd, &rd->transient);
+	rd->n = collect(ep, r, evs, 0, max, rd->foreign, &rd->nforeign, rd->ffd, &rd->transient);
 	if (sleepy && !entered && (rd->n || rd->nforeign))
 		rs_ring_submit(r);
 	if (ring_mode) {
@@ -349,18 +366,6 @@ static int engine_round(struct rs_ep *ep, int epfd, struct rs_ring *r, struct ep
 		}
 	}
 	rs_ring_unlock(r);
-	return 0;
-}
-
-/* Merge events for data into an event of evs[0..n) with the same data;
- * 0 if there is none. */
-static int merge(struct epoll_event *evs, int n, uint64_t data, uint32_t events)
-{
-	for (int j = 0; j < n; j++)
-		if (evs[j].data.u64 == data) {
-			evs[j].events |= events;
-			return 1;
-		}
 	return 0;
 }
 
@@ -460,20 +465,18 @@ static int translate(struct rs_ep *ep, struct epoll_event *evs, long k, struct r
 			e.events = engine_sock_event(ep, g, e.events);
 			if (!e.events)
 				continue;
-			e.data.u64 = g->data;
-			if (!(g->seen == ep->round && merge(evs, n, g->data, e.events)))
-				evs[out++] = e;
+			rs_mutex_lock(&ep->lock);
+			out = report(evs, out, g, ep->round, e.events);
+			rs_mutex_unlock(&ep->lock);
 			continue;
 		}
 		uint32_t ev = e.events;
 		if (!kernel_sock_event(ep, g, &ev))
 			continue;
-		e.events = ev;
-		e.data.u64 = g->data;
-		/* also reported from engine state this round: merge */
-		if (g->seen == ep->round && out > 0 && merge(evs, n, g->data, e.events))
-			continue;
-		evs[out++] = e;
+		/* (also reported from engine state this round: merged) */
+		rs_mutex_lock(&ep->lock);
+		out = report(evs, out, g, ep->round, ev);
+		rs_mutex_unlock(&ep->lock);
 	}
 	return out;
 }
@@ -509,7 +512,7 @@ int rs_ep_wait(int epfd, struct epoll_event *evs, int max, int timeout_ms, const
 				continue;
 		} else {
 			/* No ring here: sockets of other threads in this set. */
-			rd.n = collect(ep, NULL, evs, max, rd.foreign, &rd.nforeign, rd.ffd, &rd.transient);
+			rd.n = collect(ep, NULL, evs, 0, max, rd.foreign, &rd.nforeign, rd.ffd, &rd.transient);
 		}
 		for (int i = 0; i < rd.nforeign; i++)
 			rs_sock_before_kernel(rd.foreign[i], rd.ffd[i], RINGSOCK_PT_THREAD);
@@ -570,6 +573,20 @@ int rs_ep_wait(int epfd, struct epoll_event *evs, int max, int timeout_ms, const
 		if (k < 0)
 			return n ? n : (int)k;
 		int out = translate(ep, evs, k, &rd);
+		if (out > 0 && rd.wake && out < max) {
+			/* What the kernel's events pushed on the ready list (an
+			 * engine socket's ERR/HUP edge) belongs to this wait: the
+			 * kernel reports it with the rest, in the registration's
+			 * one event.  (Sockets of other threads found now are
+			 * looked at by the next wait.) */
+			struct rs_sock *f2[8];
+			int fd2[8], nf2 = 0, tr2 = 0;
+			if (r)
+				rs_ring_lock(r);
+			out = collect(ep, r, evs, out, max, f2, &nf2, fd2, &tr2);
+			if (r)
+				rs_ring_unlock(r);
+		}
 		if (out > 0 || !rd.wake) {
 			if (!rd.fetch) /* answered without asking the kernel */
 				rs_stat_add(RS_C_CALLS_NOSYS, 1);

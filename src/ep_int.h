@@ -23,6 +23,7 @@ struct rs_epreg {
 	struct rs_ring *ring;    /* eventfd registrations */
 	uint32_t events;         /* the application's, with EPOLLET/ONESHOT */
 	uint32_t seen;           /* epoll_wait round that reported it */
+	int seen_at;             /* and where in that round's events */
 	uint64_t data;           /* the application's */
 	struct rs_epreg *sock_next; /* s->regs */
 	union {

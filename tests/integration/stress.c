@@ -97,6 +97,14 @@ static int server(int port)
 		int n = epoll_wait(ep, evs, 64, -1); /* SIGTERM interrupts it */
 		for (int i = 0; i < n; i++) {
 			struct sconn *c = evs[i].data.ptr;
+			for (int j = 0; j < i; j++)
+				if (evs[j].data.ptr == c) {
+					/* the kernel reports a registration once per
+					 * wait; a second event would make us close and
+					 * free c twice */
+					fprintf(stderr, "stress server: two events for one registration in one wait\n");
+					abort();
+				}
 			if (!c) {
 				int fd;
 				while ((fd = accept4(l, NULL, NULL, SOCK_NONBLOCK)) >= 0) {
