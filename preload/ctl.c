@@ -175,9 +175,13 @@ static int rx_option(int level, int name, const void *val, socklen_t len)
 	}
 	if (level == IPPROTO_TCP)
 		return name == TCP_INQ || name == TCP_ZEROCOPY_RECEIVE || name == TCP_REPAIR;
-	if (level == IPPROTO_IP || level == IPPROTO_IPV6)
-		return name != IP_TOS && name != IPV6_TCLASS && name != IP_TTL && name != IPV6_UNICAST_HOPS &&
-		       name != IPV6_V6ONLY;
+	/* (what only a send or a bind looks at: path MTU discovery, as DNS
+	 * and QUIC servers set it, and the port left to connect) */
+	if (level == IPPROTO_IP)
+		return name != IP_TOS && name != IP_TTL && name != IP_MTU_DISCOVER && name != IP_BIND_ADDRESS_NO_PORT;
+	if (level == IPPROTO_IPV6)
+		return name != IPV6_TCLASS && name != IPV6_UNICAST_HOPS && name != IPV6_V6ONLY &&
+		       name != IPV6_MTU_DISCOVER;
 	return 1;
 }
 

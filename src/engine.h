@@ -132,6 +132,8 @@ enum {
 	RS_FAULT_BUF_HOLD,    /* consumed buffers not given back yet (ENOBUFS) */
 	RS_FAULT_NO_SQE,      /* the submission queue has no room */
 	RS_FAULT_RX_NOMEM,    /* a socket's receive queue cannot grow (malloc) */
+	RS_FAULT_STALE,       /* IORING_SQ_TASKRUN taken for stuck (ring.c
+			       * ring_flags) whenever it is set */
 };
 __attribute__((weak, visibility("default"))) int ringsock_test_fault(int site);
 static inline int rs_fault(int site)
@@ -347,6 +349,9 @@ int rs_ring_has_work(struct rs_ring *r);
 /* Could entering the ring bring input: completions, SQEs not submitted,
  * receives to restart, hand-overs (not queued sends alone)? */
 int rs_ring_has_input_work(struct rs_ring *r);
+/* A stuck-taken IORING_SQ_TASKRUN: enter once before sleeping outside the
+ * ring or answering EAGAIN (r locked, its owner).  1: completions came. */
+int rs_ring_stale_look(struct rs_ring *r);
 /* Has the kernel finished something for this ring (no system call)? */
 int rs_ring_has_completions(struct rs_ring *r);
 /* A one-shot poll for input on fd (an epoll set, known by key) through

@@ -358,7 +358,7 @@ static int engine_round(struct rs_ep *ep, int epfd, struct rs_ring *r, struct ep
 			}
 		} else {
 			rs_ring_evfd_quiet(r, 0);
-			if (rs_ring_has_work(r)) {
+			if (rs_ring_has_work(r) || rs_ring_stale_look(r)) {
 				rs_ring_evfd_quiet(r, 1);
 				rs_ring_unlock(r);
 				return 1;

@@ -344,9 +344,27 @@ static unsigned ring_flags(struct rs_ring *r)
 	unsigned flags = IO_URING_READ_ONCE(*r->ring.sq.kflags);
 	if (!(flags & IORING_SQ_TASKRUN))
 		r->tr_stale = r->tr_empty = 0;
-	else if (r->tr_stale)
-		flags &= ~IORING_SQ_TASKRUN;
+	else if (r->tr_stale || rs_fault(RS_FAULT_STALE))
+		r->tr_stale = 1, flags &= ~IORING_SQ_TASKRUN;
 	return flags;
+}
+
+/* Task work a stuck-taken flag may hide (r locked, by its owner): once
+ * the flag is taken for stuck, work queued since shows only as that same
+ * flag (the kernel signals the eventfd for the first item of a batch, and
+ * the flag stays set), so nothing would run it: a wait would sleep beside
+ * datagrams the kernel holds for the ring, a nonblocking read would find
+ * nothing (seen: dnsperf's receiving thread stalled with its sockets'
+ * queues full).  Before such a sleep or EAGAIN one enter finds out; a
+ * stuck flag costs that one enter, never a spin.  1: it brought
+ * completions. */
+int rs_ring_stale_look(struct rs_ring *r)
+{
+	rs_assert(rs_ring_held(r));
+	if (!r->tr_stale || !(IO_URING_READ_ONCE(*r->ring.sq.kflags) & IORING_SQ_TASKRUN))
+		return 0;
+	ring_enter(r, 0, NULL, NULL);
+	return io_uring_cq_ready(&r->ring) != 0;
 }
 
 int rs_ring_has_completions(struct rs_ring *r)

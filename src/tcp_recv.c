@@ -585,7 +585,7 @@ ssize_t rs_tcp_recv(struct rs_tcp *t, const struct iovec *iov, int iovcnt, int f
 			return read_large(t, iov, iovcnt, flags);
 		}
 		if (round < 2 && r == rs_ring_tls &&
-		    (will_block ? rs_ring_has_input_work(r) : rs_ring_has_work(r))) {
+		    (will_block ? rs_ring_has_input_work(r) : rs_ring_has_work(r) || rs_ring_stale_look(r))) {
 			/* Completions, and receives to start, first.  A call that
 			 * will block leaves queued sends alone to the wait, which
 			 * submits them in the system call that waits; an event loop's

@@ -583,7 +583,8 @@ static ssize_t recv_one(struct rs_sock *s, int fd, const struct iovec *iov, int 
 		}
 		/* (a read that will not wait also sends what this thread queued:
 		 * a peer of this thread may be what it reads) */
-		if (round < 2 && (block ? rs_ring_has_input_work(o) : rs_ring_has_work(o))) {
+		if (round < 2 &&
+		    (block ? rs_ring_has_input_work(o) : rs_ring_has_work(o) || rs_ring_stale_look(o))) {
 			rs_ring_progress(o); /* completions, and the receive to start */
 			rs_esock_unlock(es);
 			entered = 1;

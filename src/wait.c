@@ -184,7 +184,7 @@ int rs_wait_poll(struct pollfd *fds, unsigned long n, int timeout_ms, const stru
 			k[nk].revents = 0;
 			nk++;
 			rs_ring_evfd_quiet(r, 0);
-			if (rs_ring_has_work(r)) {
+			if (rs_ring_has_work(r) || rs_ring_stale_look(r)) {
 				rs_ring_evfd_quiet(r, 1);
 				rs_ring_unlock(r);
 				continue;

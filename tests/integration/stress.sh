@@ -85,8 +85,8 @@ check "zerocopy: batches were sent zero-copy" \
 # second return of buffers held back (ENOBUFS storms); no_sqe: every 5th
 # SQE refused (a full submission queue); rx_nomem: every second growth of a
 # socket's receive queue fails (out of memory: the ring's overflow slots
-# take the data).
-for f in setup:1 enter:7 short_send:3 cancel:2 buf_hold:2 no_sqe:5 rx_nomem:2; do
+# take the data); stale: IORING_SQ_TASKRUN taken for stuck whenever set.
+for f in setup:1 enter:7 short_send:3 cancel:2 buf_hold:2 no_sqe:5 rx_nomem:2 stale:1; do
 	run_case "fault-${f%%:*}" 150 6 LD_PRELOAD="$RS_FAULTS" RS_FAULT="$f" \
 		RINGSOCK_BUF_COUNT=64 RINGSOCK_ARM_AFTER=0
 done

@@ -16,8 +16,11 @@
 #  - the same sender sleeping after each datagram (nanosleep, usleep,
 #    clock_nanosleep, sched_yield): each leaves before the sleep, none
 #    travels with another;
+#  - a reader whose ring's IORING_SQ_TASKRUN flag is taken for stuck
+#    (fault injection) still gets every datagram;
 #  - dnsmasq answering dnsperf's queries under the launcher: no query lost,
-#    the UDP socket served by the engine (passthrough udp=0).
+#    the UDP socket served by the engine (passthrough udp=0); then dnsperf
+#    under the launcher too (two threads sharing its sockets).
 . "$(dirname "$0")/lib.sh"
 
 # ---- the bound ----
@@ -47,6 +50,16 @@ for size in 64 1400; do
 	check "stream $size: runs went as UDP_SEGMENT messages" test "$g" -ge 30
 	check "stream $size: no send error" test "$(stat_sum "$TMP/stream$size.st" udp_send_errors)" = 0
 done
+
+# A stuck-taken IORING_SQ_TASKRUN (ring.c ring_flags; faults.c "stale"
+# takes it for stuck every time it is set): the reader's poll and its
+# nonblocking reads must still run the receive's task work (one enter
+# before the sleep or the EAGAIN), or the datagrams stay in the kernel's
+# queue for the ring and the stream stops.
+out=$(RS_FAULT=stale:1 LD_PRELOAD="$RS_FAULTS:$RS_LIB" "$RS_UDP" stream 3000 64 2>"$TMP/stale.err")
+check "stream 64 with the TASKRUN flag taken for stuck: $out" test "$out" = complete
+check "stream 64: the fault was injected ($(cat "$TMP/stale.err"))" \
+	grep -q "injected=[1-9]" "$TMP/stale.err"
 
 check "paced: all in order, plain" test "$("$RS_UDP" paced 200)" = complete
 check "paced: all in order, under the library" \
@@ -109,6 +122,25 @@ if command -v dnsmasq >/dev/null && command -v dnsperf >/dev/null; then
 	check "dnsmasq: its UDP socket was served by the engine" test "$(stat_sum "$TMP/dnsmasq.st" accelerated)" -ge 1
 	check "dnsmasq: no UDP socket passed through as udp" test "$(stat_sum "$TMP/dnsmasq.st" udp)" = 0
 	check "dnsmasq: reads answered without system calls" test "$(stat_sum "$TMP/dnsmasq.st" calls_nosys)" -ge 12800
+	# dnsperf under the library too: its sending thread and its
+	# receiving thread share the sockets (hand-overs between them, the
+	# receiver polling), and every answer must reach it.
+	port=$(free_port)
+	"$RS_CLI" -- dnsmasq -k --conf-file=/dev/null --no-resolv --no-hosts \
+		--port "$port" --listen-address 127.0.0.1 --bind-interfaces --address=/test.invalid/198.18.0.9 \
+		-u root --cache-size=0 --log-facility=/dev/null --pid-file="$TMP/dnsmasq2.pid" &
+	dm=$!
+	for _ in $(seq 100); do ss -Hlun "sport = :$port" | grep -q . && break; sleep 0.05; done
+	out=$(RINGSOCK_STATS="$TMP/dnsperf.st" "$RS_CLI" -- dnsperf -s 127.0.0.1 -p "$port" -d "$TMP/queries" \
+		-n 2000 -c 4 -q 100 2>&1)
+	kill -TERM $dm
+	wait $dm
+	done_q=$(echo "$out" | sed -n 's/.*Queries completed: *\([0-9]*\).*/\1/p')
+	lost=$(echo "$out" | sed -n 's/.*Queries lost: *\([0-9]*\).*/\1/p')
+	echo "dnsperf under ringsock: $done_q queries answered, $lost lost"
+	check "dnsperf and dnsmasq both under ringsock: every query answered" \
+		test "${done_q:-0}" = 128000 -a "${lost:-1}" = 0
+	check "dnsperf: its sockets were served by the engine" test "$(stat_sum "$TMP/dnsperf.st" accelerated)" -ge 4
 else
 	bad "dnsmasq and dnsperf are not installed (apt-get install dnsmasq-base dnsperf)"
 fi
