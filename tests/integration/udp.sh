@@ -20,7 +20,8 @@
 #    (fault injection) still gets every datagram;
 #  - dnsmasq answering dnsperf's queries under the launcher: no query lost,
 #    the UDP socket served by the engine (passthrough udp=0); then dnsperf
-#    under the launcher too (two threads sharing its sockets).
+#    under the launcher too (two threads sharing its sockets);
+#  - unbound (libevent, IP_MTU_DISCOVER on its socket) the same way.
 . "$(dirname "$0")/lib.sh"
 
 # ---- the bound ----
@@ -143,5 +144,50 @@ if command -v dnsmasq >/dev/null && command -v dnsperf >/dev/null; then
 	check "dnsperf: its sockets were served by the engine" test "$(stat_sum "$TMP/dnsperf.st" accelerated)" -ge 4
 else
 	bad "dnsmasq and dnsperf are not installed (apt-get install dnsmasq-base dnsperf)"
+fi
+
+# unbound answering from local-data: libevent's epoll, up to 100
+# recvfrom per wakeup, IP_MTU_DISCOVER set on its UDP socket (an option
+# only sends read: the socket stays on the engine).
+if command -v unbound >/dev/null && command -v dnsperf >/dev/null; then
+	port=$(free_port)
+	{
+		echo "server:"
+		echo "  interface: 127.0.0.1"
+		echo "  port: $port"
+		echo "  do-daemonize: no"
+		echo "  use-syslog: no"
+		echo '  logfile: ""'
+		echo '  chroot: ""'
+		echo '  username: ""'
+		echo "  directory: \"$TMP\""
+		echo "  pidfile: \"$TMP/unbound.pid\""
+		echo "  num-threads: 1"
+		echo "  do-ip6: no"
+		echo "  access-control: 127.0.0.0/8 allow"
+		echo '  module-config: "iterator"'
+		echo '  local-zone: "test.invalid." static'
+		for i in $(seq 0 63); do echo "  local-data: \"host$i.test.invalid. A 198.18.0.9\""; done
+		echo "remote-control:"
+		echo "  control-enable: no"
+	} >"$TMP/unbound.conf"
+	RINGSOCK_STATS="$TMP/unbound.st" "$RS_CLI" -- unbound -d -c "$TMP/unbound.conf" 2>"$TMP/unbound.err" &
+	ub=$!
+	for _ in $(seq 100); do ss -Hlun "sport = :$port" | grep -q . && break; sleep 0.05; done
+	out=$(dnsperf -s 127.0.0.1 -p "$port" -d "$TMP/queries" -n 200 -c 4 -q 100 2>&1)
+	kill -TERM $ub
+	wait $ub
+	done_q=$(echo "$out" | sed -n 's/.*Queries completed: *\([0-9]*\).*/\1/p')
+	lost=$(echo "$out" | sed -n 's/.*Queries lost: *\([0-9]*\).*/\1/p')
+	noerr=$(echo "$out" | sed -n 's/.*NOERROR \([0-9]*\).*/\1/p')
+	echo "unbound: $done_q queries answered ($noerr NOERROR), $lost lost"
+	check "unbound under ringsock: every query answered, NOERROR" \
+		test "${done_q:-0}" = 12800 -a "${lost:-1}" = 0 -a "${noerr:-0}" = 12800
+	check "unbound: its UDP socket was served by the engine" test "$(stat_sum "$TMP/unbound.st" accelerated)" -ge 1
+	check "unbound: no socket passed through for an option" test "$(stat_sum "$TMP/unbound.st" option)" = 0
+	check "unbound: its reads were answered without system calls" \
+		test "$(stat_sum "$TMP/unbound.st" calls_nosys)" -ge 12800
+else
+	bad "unbound and dnsperf are not installed (apt-get install unbound dnsperf)"
 fi
 finish

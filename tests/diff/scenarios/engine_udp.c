@@ -7,13 +7,14 @@
  * connected socket (reported once, first, by a receive, a send or
  * SO_ERROR), connect filtering with datagrams already queued, IPv6,
  * a fork with datagrams held (each read once), another thread reading,
- * close then bind of the same port, shutdown.
+ * close then bind of the same port, IP_MTU_DISCOVER and IPV6_MTU_DISCOVER
+ * (the socket stays on the engine), shutdown.
  *
  * Every datagram is sent on loopback before the read that expects it and
  * waited for with poll, so what each call finds is decided by the
  * program, not by timing.
  *
- * ENGINE_MIN_ACCELERATED=6 */
+ * ENGINE_MIN_ACCELERATED=14 (every socket: the ones that set MTU_DISCOVER too) */
 #include "../scn.h"
 #include <pthread.h>
 #include <sys/epoll.h>
@@ -340,6 +341,35 @@ int main(void)
 	int c2 = socket(AF_INET, SOCK_DGRAM, 0);
 	R("bind the same port at once", bind(c2, (struct sockaddr *)&cs, cl));
 	close(c2);
+
+	/* ---- options only a send or a bind reads (path MTU discovery, as
+	 * DNS and QUIC servers set it): the socket stays on the engine ---- */
+	for (int fam = 0; fam < 2; fam++) {
+		int m = udp_sock(fam ? AF_INET6 : AF_INET), peer = udp_sock(fam ? AF_INET6 : AF_INET);
+		int v = fam ? IPV6_PMTUDISC_DO : IP_PMTUDISC_OMIT, got = -1;
+		socklen_t gl = sizeof(got);
+		if (fam)
+			R("IPV6_MTU_DISCOVER", setsockopt(m, IPPROTO_IPV6, IPV6_MTU_DISCOVER, &v, sizeof(v)));
+		else
+			R("IP_MTU_DISCOVER", setsockopt(m, IPPROTO_IP, IP_MTU_DISCOVER, &v, sizeof(v)));
+		R("getsockopt MTU_DISCOVER", getsockopt(m, fam ? IPPROTO_IPV6 : IPPROTO_IP,
+							fam ? IPV6_MTU_DISCOVER : IP_MTU_DISCOVER, &got, &gl));
+		say("MTU_DISCOVER is %d", got);
+		armed_nb(m, "recv (arms it)");
+		to(peer, m, "mtu1", 4);
+		to(peer, m, "mtu2", 4);
+		readable(m);
+		n = R("recv", recv(m, buf, sizeof(buf), 0));
+		show("got", buf, n);
+		n = R("recv", recv(m, buf, sizeof(buf), 0));
+		show("got", buf, n);
+		to(m, peer, "back", 4);
+		readable(peer);
+		n = R("peer recv", recv(peer, buf, sizeof(buf), 0));
+		show("got", buf, n);
+		close(m);
+		close(peer);
+	}
 
 	/* ---- shutdown ---- */
 	to(b, g, "before shutdown", 15);
