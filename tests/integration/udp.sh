@@ -104,22 +104,45 @@ done
 # checked here.  engine_udp_threads covers each hand-over case with a
 # fixed order.)
 
-# ---- a real UDP server ----
-if command -v dnsmasq >/dev/null && command -v dnsperf >/dev/null; then
-	port=$(free_port)
-	for i in $(seq 0 63); do echo "host$i.test.invalid A"; done >"$TMP/queries"
-	RINGSOCK_STATS="$TMP/dnsmasq.st" "$RS_CLI" -- dnsmasq -k --conf-file=/dev/null --no-resolv --no-hosts \
-		--port "$port" --listen-address 127.0.0.1 --bind-interfaces --address=/test.invalid/198.18.0.9 \
-		-u root --cache-size=0 --log-facility=/dev/null --pid-file="$TMP/dnsmasq.pid" &
-	dm=$!
+# ---- real UDP servers, and dnsperf ----
+# dns_server PORT COMMAND...: start a DNS server in the background (its
+# pid in $srv, its stderr in $TMP/servers.err) and wait for its port.
+dns_server() {
+	local port=$1
+	shift
+	"$@" 2>>"$TMP/servers.err" &
+	srv=$!
 	for _ in $(seq 100); do ss -Hlun "sport = :$port" | grep -q . && break; sleep 0.05; done
-	out=$(dnsperf -s 127.0.0.1 -p "$port" -d "$TMP/queries" -n 200 -c 4 -q 50 2>&1)
-	kill -TERM $dm
-	wait $dm
+}
+# dns_load PORT ROUNDS [LAUNCHER...]: dnsperf sends the 64 queries ROUNDS
+# times (4 sockets, 100 outstanding), then the server in $srv is stopped;
+# sets done_q, lost and noerr (NOERROR answers).
+dns_load() {
+	local port=$1 rounds=$2
+	shift 2
+	local out
+	out=$("$@" dnsperf -s 127.0.0.1 -p "$port" -d "$TMP/queries" -n "$rounds" -c 4 -q 100 2>&1)
+	kill -TERM "$srv"
+	wait "$srv"
 	done_q=$(echo "$out" | sed -n 's/.*Queries completed: *\([0-9]*\).*/\1/p')
 	lost=$(echo "$out" | sed -n 's/.*Queries lost: *\([0-9]*\).*/\1/p')
-	echo "dnsmasq: $done_q queries answered, $lost lost"
-	check "dnsmasq under ringsock: every query answered" test "${done_q:-0}" = 12800 -a "${lost:-1}" = 0
+	noerr=$(echo "$out" | sed -n 's/.*NOERROR \([0-9]*\).*/\1/p')
+}
+dnsmasq_argv() { # PORT PIDFILE
+	echo dnsmasq -k --conf-file=/dev/null --no-resolv --no-hosts --port "$1" --listen-address 127.0.0.1 \
+		--bind-interfaces --address=/test.invalid/198.18.0.9 -u root --cache-size=0 \
+		--log-facility=/dev/null --pid-file="$2"
+}
+for i in $(seq 0 63); do echo "host$i.test.invalid A"; done >"$TMP/queries"
+
+if command -v dnsmasq >/dev/null && command -v dnsperf >/dev/null; then
+	port=$(free_port)
+	# shellcheck disable=SC2046 # (the argv words)
+	dns_server "$port" env RINGSOCK_STATS="$TMP/dnsmasq.st" "$RS_CLI" -- $(dnsmasq_argv "$port" "$TMP/dm.pid")
+	dns_load "$port" 200
+	echo "dnsmasq: $done_q queries answered ($noerr NOERROR), $lost lost"
+	check "dnsmasq under ringsock: every query answered" \
+		test "${done_q:-0}" = 12800 -a "${lost:-1}" = 0 -a "${noerr:-0}" = 12800
 	check "dnsmasq: its UDP socket was served by the engine" test "$(stat_sum "$TMP/dnsmasq.st" accelerated)" -ge 1
 	check "dnsmasq: no UDP socket passed through as udp" test "$(stat_sum "$TMP/dnsmasq.st" udp)" = 0
 	check "dnsmasq: reads answered without system calls" test "$(stat_sum "$TMP/dnsmasq.st" calls_nosys)" -ge 12800
@@ -127,17 +150,9 @@ if command -v dnsmasq >/dev/null && command -v dnsperf >/dev/null; then
 	# receiving thread share the sockets (hand-overs between them, the
 	# receiver polling), and every answer must reach it.
 	port=$(free_port)
-	"$RS_CLI" -- dnsmasq -k --conf-file=/dev/null --no-resolv --no-hosts \
-		--port "$port" --listen-address 127.0.0.1 --bind-interfaces --address=/test.invalid/198.18.0.9 \
-		-u root --cache-size=0 --log-facility=/dev/null --pid-file="$TMP/dnsmasq2.pid" &
-	dm=$!
-	for _ in $(seq 100); do ss -Hlun "sport = :$port" | grep -q . && break; sleep 0.05; done
-	out=$(RINGSOCK_STATS="$TMP/dnsperf.st" "$RS_CLI" -- dnsperf -s 127.0.0.1 -p "$port" -d "$TMP/queries" \
-		-n 2000 -c 4 -q 100 2>&1)
-	kill -TERM $dm
-	wait $dm
-	done_q=$(echo "$out" | sed -n 's/.*Queries completed: *\([0-9]*\).*/\1/p')
-	lost=$(echo "$out" | sed -n 's/.*Queries lost: *\([0-9]*\).*/\1/p')
+	# shellcheck disable=SC2046
+	dns_server "$port" "$RS_CLI" -- $(dnsmasq_argv "$port" "$TMP/dm2.pid")
+	dns_load "$port" 2000 env RINGSOCK_STATS="$TMP/dnsperf.st" "$RS_CLI" --
 	echo "dnsperf under ringsock: $done_q queries answered, $lost lost"
 	check "dnsperf and dnsmasq both under ringsock: every query answered" \
 		test "${done_q:-0}" = 128000 -a "${lost:-1}" = 0
@@ -171,15 +186,8 @@ if command -v unbound >/dev/null && command -v dnsperf >/dev/null; then
 		echo "remote-control:"
 		echo "  control-enable: no"
 	} >"$TMP/unbound.conf"
-	RINGSOCK_STATS="$TMP/unbound.st" "$RS_CLI" -- unbound -d -c "$TMP/unbound.conf" 2>"$TMP/unbound.err" &
-	ub=$!
-	for _ in $(seq 100); do ss -Hlun "sport = :$port" | grep -q . && break; sleep 0.05; done
-	out=$(dnsperf -s 127.0.0.1 -p "$port" -d "$TMP/queries" -n 200 -c 4 -q 100 2>&1)
-	kill -TERM $ub
-	wait $ub
-	done_q=$(echo "$out" | sed -n 's/.*Queries completed: *\([0-9]*\).*/\1/p')
-	lost=$(echo "$out" | sed -n 's/.*Queries lost: *\([0-9]*\).*/\1/p')
-	noerr=$(echo "$out" | sed -n 's/.*NOERROR \([0-9]*\).*/\1/p')
+	dns_server "$port" env RINGSOCK_STATS="$TMP/unbound.st" "$RS_CLI" -- unbound -d -c "$TMP/unbound.conf"
+	dns_load "$port" 200
 	echo "unbound: $done_q queries answered ($noerr NOERROR), $lost lost"
 	check "unbound under ringsock: every query answered, NOERROR" \
 		test "${done_q:-0}" = 12800 -a "${lost:-1}" = 0 -a "${noerr:-0}" = 12800
