@@ -316,12 +316,15 @@ void rs_ep_sock_rx_direct(struct rs_esock *e)
 }
 
 /* The kernel's send buffer was found full: have the kernel report when it
- * has room (once per registration; later edges come only after a fill). */
+ * has room, unless it watches EPOLLOUT already (an edge-triggered watch
+ * keeps it; a level-triggered one, a bulk reader's, dropped it at its
+ * first report and needs it again after every fill: libuv's
+ * tcp_writealot hung on the second partial send). */
 void rs_ep_sock_kfull(struct rs_esock *e)
 {
 	rs_mutex_lock(&rs_ep_ctl_lock);
 	for (struct rs_epreg *g = e->sock->regs; g; g = g->sock_next)
-		if (g->engine && !g->kout)
+		if (g->engine && !(g->kev & EPOLLOUT))
 			rs_epr_sync(g);
 	rs_mutex_unlock(&rs_ep_ctl_lock);
 }

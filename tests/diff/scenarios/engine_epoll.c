@@ -3,7 +3,8 @@
 /* epoll over engine sockets: level- and edge-triggered, one-shot and
  * re-arming with MOD, EPOLLOUT, EPOLLRDHUP, one socket in two sets, a set
  * mixing engine sockets with a pipe, maxevents, DEL, close removing the
- * socket from the set, timeouts.
+ * socket from the set, timeouts, a bulk reader's level-triggered IN|OUT
+ * over repeated fills of its send buffer.
  * ENGINE_MIN_ACCELERATED=4 */
 #include "../scn.h"
 #include <sys/epoll.h>
@@ -145,5 +146,35 @@ int main(void)
 		close(cs[i]);
 		close(ss[i]);
 	}
+
+	/* A bulk reader (64 KiB reads: its input stays in the kernel) with a
+	 * level-triggered IN|OUT registration, as libuv keeps one while a
+	 * write is pending: each time its send buffer fills, OUT must come
+	 * once the peer has read (libuv's tcp_writealot waited forever for the
+	 * second). */
+	int bc, bs, small = 4096;
+	nb_pair(&bc, &bs);
+	setsockopt(bc, SOL_SOCKET, SO_SNDBUF, &small, sizeof(small));
+	static char big[65536];
+	for (int i = 0; i < 6; i++) { /* (arms it, then one large read) */
+		send(bs, "r", 1, 0);
+		wait_fd(bc, POLLIN, 2000);
+		R("recv", recv(bc, big, i < 5 ? 1 : sizeof(big), 0));
+	}
+	int ep4 = epoll_create1(0);
+	add(ep4, bc, EPOLLIN | EPOLLOUT, 20);
+	show_events("bulk reader: writable", ep4, 16, 5000);
+	for (int round = 1; round <= 3; round++) {
+		long k, total = 0;
+		while ((k = send(bc, big, sizeof(big), MSG_DONTWAIT)) == (long)sizeof(big))
+			total += k;
+		say("round %d: the send buffer filled (%s)", round, k < 0 ? scn_errname(errno) : "a partial send");
+		while (recv(bs, big, sizeof(big), 0) > 0 || (errno == EAGAIN && wait_fd(bs, POLLIN, 200)))
+			; /* (everything sent) */
+		show_events("  after the peer read it all: OUT", ep4, 16, 5000);
+	}
+	close(bc);
+	close(bs);
+	close(ep4);
 	return 0;
 }
