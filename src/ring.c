@@ -338,14 +338,17 @@ int rs_ring_reap(struct rs_ring *r)
 /* The ring's kernel flags, with a stuck IORING_SQ_TASKRUN left out: the
  * kernel sets it when it queues task work for us and clears it when that
  * work runs, but it has been seen to stay set with nothing queued, and
- * taking it for work then spins a wait loop forever. */
+ * taking it for work then spins a wait loop forever.  (Work queued while
+ * it is taken for stuck: rs_ring_stale_look.) */
 static unsigned ring_flags(struct rs_ring *r)
 {
 	unsigned flags = IO_URING_READ_ONCE(*r->ring.sq.kflags);
 	if (!(flags & IORING_SQ_TASKRUN))
 		r->tr_stale = r->tr_empty = 0;
-	else if (r->tr_stale || rs_fault(RS_FAULT_STALE))
-		r->tr_stale = 1, flags &= ~IORING_SQ_TASKRUN;
+	else if (r->tr_stale || rs_fault(RS_FAULT_STALE)) {
+		r->tr_stale = 1;
+		flags &= ~IORING_SQ_TASKRUN;
+	}
 	return flags;
 }
 
