@@ -14,16 +14,18 @@
 #
 # The source comes from `apt-get source libevent` (when apt has no deb-src
 # entry, one mirroring the system's Debian `deb` entries is added in a file
-# of its own, /etc/apt/sources.list.d/ringsock-tests-deb-src.{sources,list})
-# and is built once with cmake into $RS_BUILD/thirdparty/libevent, kept
-# between runs.  Exit 77 only when the source or the tools to build it
-# cannot be obtained.  ~30 s to fetch and build, ~95 s to run.
+# of its own, /etc/apt/sources.list.d/ringsock-tests-deb-src.{sources,list}:
+# thirdparty.bash, shared with thirdparty_libuv.sh) and is built once with
+# cmake into $RS_BUILD/thirdparty/libevent, kept between runs.  Exit 77
+# only when the source or the tools to build it cannot be obtained.  ~30 s
+# to fetch and build, ~95 s to run.
 #
 # Environment: RS_LIBEVENT_GROUPS="main http ..." runs only these groups;
 # RS_LIBEVENT_BACKENDS=0 runs the three epoll modes only;
 # RS_LIBEVENT_SERIAL=1 runs the modes one after the other instead of side
 # by side (~90 s each).
 . "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/thirdparty.bash"
 T0=$SECONDS
 need timeout
 need flock
@@ -56,99 +58,12 @@ KNOWN_ENGINE_BUGS="
 CACHE=$RS_BUILD/thirdparty/libevent
 REGRESS=$CACHE/build/bin/regress
 mkdir -p "$CACHE"
-SRC_LIST_NAME=ringsock-tests-deb-src
-
-pkg_installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'install ok installed'; }
-
-# A deb-src entry for every Debian `deb` entry (one-line .list and deb822
-# .sources files), written to a file of our own; the system files are not
-# touched.  Non-Debian repositories are left alone (they may serve no
-# sources).
-add_deb_src() {
-	local d=/etc/apt/sources.list.d
-	local lists="" f
-	[ -f /etc/apt/sources.list ] && lists=/etc/apt/sources.list
-	for f in "$d"/*.list; do [ -f "$f" ] && [ "${f##*/}" != "$SRC_LIST_NAME.list" ] && lists="$lists $f"; done
-	if [ -n "$lists" ]; then
-		# shellcheck disable=SC2086
-		sed -n 's/^[[:space:]]*deb\([[:space:]]\)/deb-src\1/p' $lists | grep -E '[/.]debian' |
-			sort -u >"$TMP/deb-src.list"
-		if [ -s "$TMP/deb-src.list" ]; then
-			{ echo "# Added by ringsock's tests/integration/thirdparty_libevent.sh (apt-get source libevent)"
-			  cat "$TMP/deb-src.list"; } >"$d/$SRC_LIST_NAME.list"
-			echo "apt: wrote $d/$SRC_LIST_NAME.list:"; sed 's/^/    /' "$d/$SRC_LIST_NAME.list"
-		fi
-	fi
-	: >"$TMP/deb-src.sources"
-	for f in "$d"/*.sources; do
-		[ -f "$f" ] && [ "${f##*/}" != "$SRC_LIST_NAME.sources" ] || continue
-		# Each stanza with Types: deb (and no deb-src), enabled, whose URIs
-		# are a Debian archive: the same stanza with Types: deb-src.
-		awk '
-		function flush() {
-			if (n && types ~ /(^|[ \t])deb([ \t]|$)/ && types !~ /deb-src/ && !disabled && uris ~ /[\/.]debian/) {
-				print "Types: deb-src"
-				for (i = 1; i <= n; i++) if (line[i] !~ /^[Tt]ypes:/) print line[i]
-				print ""
-			}
-			n = 0; types = ""; uris = ""; disabled = 0
-		}
-		/^[ \t]*#/ { next }
-		/^[ \t]*$/ { flush(); next }
-		{ line[++n] = $0 }
-		tolower($0) ~ /^types:/ { types = $0 }
-		tolower($0) ~ /^uris:/ { uris = $0 }
-		tolower($0) ~ /^enabled:[ \t]*no/ { disabled = 1 }
-		END { flush() }' "$f" >>"$TMP/deb-src.sources"
-	done
-	if [ -s "$TMP/deb-src.sources" ]; then
-		{ echo "# Added by ringsock's tests/integration/thirdparty_libevent.sh (apt-get source libevent)"
-		  cat "$TMP/deb-src.sources"; } >"$d/$SRC_LIST_NAME.sources"
-		echo "apt: wrote $d/$SRC_LIST_NAME.sources:"; sed 's/^/    /' "$d/$SRC_LIST_NAME.sources"
-	fi
-	[ -s "$TMP/deb-src.list" ] || [ -s "$TMP/deb-src.sources" ]
-}
-
-have_source_index() { apt-cache showsrc libevent 2>/dev/null | grep -q '^Package: libevent$'; }
-
 obtain_and_build() {
-	local t=$SECONDS pkgs="" p
+	local t=$SECONDS
 	# dpkg-dev unpacks the source package; python3 generates regress's RPC
 	# stubs (cmake builds no regress without it); zlib1g-dev adds the
 	# bufferevent_zlib tests.
-	for p in build-essential dpkg-dev cmake python3 zlib1g-dev; do pkg_installed "$p" || pkgs="$pkgs $p"; done
-	if [ -n "$pkgs" ] || ! have_source_index; then
-		[ "$(id -u)" = 0 ] || { echo "skip: not root, cannot install$pkgs or add a deb-src entry"; exit 77; }
-	fi
-	if ! have_source_index; then
-		local added=0
-		# No deb-src entry at all: add ours.  Some deb-src entry, but
-		# no libevent after an update: add ours too.
-		if ! grep -rqsE '^[[:space:]]*deb-src[[:space:]]|^[Tt]ypes:.*deb-src' /etc/apt/sources.list /etc/apt/sources.list.d/*.list /etc/apt/sources.list.d/*.sources; then
-			add_deb_src || { echo "skip: no Debian deb entry to mirror as deb-src"; exit 77; }
-			added=1
-		fi
-		apt-get update -q -o DPkg::Lock::Timeout=120 >"$TMP/apt-update.log" 2>&1 || tail -5 "$TMP/apt-update.log"
-		if ! have_source_index && [ $added = 0 ] && ! ls /etc/apt/sources.list.d/"$SRC_LIST_NAME".* >/dev/null 2>&1; then
-			add_deb_src || { echo "skip: no Debian deb entry to mirror as deb-src"; exit 77; }
-			apt-get update -q -o DPkg::Lock::Timeout=120 >"$TMP/apt-update.log" 2>&1 || tail -5 "$TMP/apt-update.log"
-		fi
-		have_source_index || { tail -5 "$TMP/apt-update.log"; echo "skip: apt has no source package libevent"; exit 77; }
-	fi
-	if [ -n "$pkgs" ]; then
-		echo "apt: installing$pkgs"
-		# shellcheck disable=SC2086
-		DEBIAN_FRONTEND=noninteractive apt-get install -y -q -o DPkg::Lock::Timeout=120 --no-install-recommends $pkgs >"$TMP/apt-install.log" 2>&1 || {
-			apt-get update -q -o DPkg::Lock::Timeout=120 >/dev/null 2>&1
-			DEBIAN_FRONTEND=noninteractive apt-get install -y -q -o DPkg::Lock::Timeout=120 --no-install-recommends $pkgs >"$TMP/apt-install.log" 2>&1
-		} || { tail -5 "$TMP/apt-install.log"; echo "skip: cannot install$pkgs"; exit 77; }
-	fi
-	if ! ls -d "$CACHE"/src/libevent-*/CMakeLists.txt >/dev/null 2>&1; then
-		rm -rf "$CACHE/src" && mkdir -p "$CACHE/src"
-		(cd "$CACHE/src" && apt-get source -q -o APT::Sandbox::User=root libevent) >"$TMP/apt-source.log" 2>&1 || {
-			tail -5 "$TMP/apt-source.log"; echo "skip: apt-get source libevent failed"; exit 77; }
-	fi
-	SRCDIR=$(ls -d "$CACHE"/src/libevent-*/ | head -1)
+	thirdparty_fetch libevent "$CACHE/src" build-essential dpkg-dev cmake python3 zlib1g-dev
 	echo "libevent: source $(ls "$CACHE"/src/*.dsc 2>/dev/null | sed 's|.*/||') in $SRCDIR ($((SECONDS - t)) s)"
 	t=$SECONDS
 	rm -rf "$CACHE/build"
