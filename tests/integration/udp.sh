@@ -128,6 +128,18 @@ dns_load() {
 	lost=$(echo "$out" | sed -n 's/.*Queries lost: *\([0-9]*\).*/\1/p')
 	noerr=$(echo "$out" | sed -n 's/.*NOERROR \([0-9]*\).*/\1/p')
 }
+# dns_checks NAME STATS PT: after dns_load of 200 rounds, every query
+# answered NOERROR and none lost, the server's UDP socket on the engine,
+# no socket passed through for reason PT, its reads answered without
+# system calls.
+dns_checks() {
+	echo "$1: $done_q queries answered ($noerr NOERROR), $lost lost"
+	check "$1 under ringsock: every query answered, NOERROR" \
+		test "${done_q:-0}" = 12800 -a "${lost:-1}" = 0 -a "${noerr:-0}" = 12800
+	check "$1: its UDP socket was served by the engine" test "$(stat_sum "$2" accelerated)" -ge 1
+	check "$1: no socket passed through as $3" test "$(stat_sum "$2" "$3")" = 0
+	check "$1: its reads were answered without system calls" test "$(stat_sum "$2" calls_nosys)" -ge 12800
+}
 dnsmasq_argv() { # PORT PIDFILE
 	echo dnsmasq -k --conf-file=/dev/null --no-resolv --no-hosts --port "$1" --listen-address 127.0.0.1 \
 		--bind-interfaces --address=/test.invalid/198.18.0.9 -u root --cache-size=0 \
@@ -140,12 +152,7 @@ if command -v dnsmasq >/dev/null && command -v dnsperf >/dev/null; then
 	# shellcheck disable=SC2046 # (the argv words)
 	dns_server "$port" env RINGSOCK_STATS="$TMP/dnsmasq.st" "$RS_CLI" -- $(dnsmasq_argv "$port" "$TMP/dm.pid")
 	dns_load "$port" 200
-	echo "dnsmasq: $done_q queries answered ($noerr NOERROR), $lost lost"
-	check "dnsmasq under ringsock: every query answered" \
-		test "${done_q:-0}" = 12800 -a "${lost:-1}" = 0 -a "${noerr:-0}" = 12800
-	check "dnsmasq: its UDP socket was served by the engine" test "$(stat_sum "$TMP/dnsmasq.st" accelerated)" -ge 1
-	check "dnsmasq: no UDP socket passed through as udp" test "$(stat_sum "$TMP/dnsmasq.st" udp)" = 0
-	check "dnsmasq: reads answered without system calls" test "$(stat_sum "$TMP/dnsmasq.st" calls_nosys)" -ge 12800
+	dns_checks dnsmasq "$TMP/dnsmasq.st" udp
 	# dnsperf under the library too: its sending thread and its
 	# receiving thread share the sockets (hand-overs between them, the
 	# receiver polling), and every answer must reach it.
@@ -188,13 +195,7 @@ if command -v unbound >/dev/null && command -v dnsperf >/dev/null; then
 	} >"$TMP/unbound.conf"
 	dns_server "$port" env RINGSOCK_STATS="$TMP/unbound.st" "$RS_CLI" -- unbound -d -c "$TMP/unbound.conf"
 	dns_load "$port" 200
-	echo "unbound: $done_q queries answered ($noerr NOERROR), $lost lost"
-	check "unbound under ringsock: every query answered, NOERROR" \
-		test "${done_q:-0}" = 12800 -a "${lost:-1}" = 0 -a "${noerr:-0}" = 12800
-	check "unbound: its UDP socket was served by the engine" test "$(stat_sum "$TMP/unbound.st" accelerated)" -ge 1
-	check "unbound: no socket passed through for an option" test "$(stat_sum "$TMP/unbound.st" option)" = 0
-	check "unbound: its reads were answered without system calls" \
-		test "$(stat_sum "$TMP/unbound.st" calls_nosys)" -ge 12800
+	dns_checks unbound "$TMP/unbound.st" option
 else
 	bad "unbound and dnsperf are not installed (apt-get install unbound dnsperf)"
 fi
