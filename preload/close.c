@@ -31,6 +31,7 @@ RS_EXPORT int close(int fd)
 			rs_fd_forget(fd);
 	}
 	rs_kw_fd_gone(fd);
+	rs_foreign_fd_gone(fd);
 	return REAL(close)(fd);
 }
 
@@ -65,8 +66,10 @@ static int dup_onto(int fd, int fd2, int flags, int use_dup3)
 		if (rs_engine_on && !rs_rt.passthrough && fcntl_valid(fd))
 			rs_engine_before_close(rs_fd_peek(fd2), fd2);
 	}
-	if (fd != fd2)
+	if (fd != fd2) {
 		rs_kw_fd_gone(fd2);
+		rs_foreign_fd_gone(fd2);
+	}
 	int r = use_dup3 ? REAL(dup3)(fd, fd2, flags) : REAL(dup2)(fd, fd2);
 	if (r >= 0 && fd != fd2 && rs_ready())
 		rs_fd_dup(fd, fd2);
@@ -91,8 +94,10 @@ static int close_range_guarded(unsigned first, unsigned last, int flags)
 	/* Engine descriptors exist even in pass-through mode (the stats file). */
 	if (rs_enter())
 		rs_count_call(0, RINGSOCK_FAM_CLOSE);
-	if (!(flags & CLOSE_RANGE_CLOEXEC))
+	if (!(flags & CLOSE_RANGE_CLOEXEC)) {
 		rs_kw_range_gone(first, last);
+		rs_foreign_range_gone(first, last);
+	}
 	if (!rs_ready() || (flags & CLOSE_RANGE_CLOEXEC))
 		return REAL(close_range)(first, last, flags);
 	int keep[RS_MAX_ENGINE_FDS];

@@ -119,7 +119,7 @@ static long routed(long nr, long a, long b, long c, long d, long e, long f, int 
 		_exit((int)a);
 	case SYS_io_uring_setup:
 		if (rs_enter())
-			rs_engine_refuse_all(RINGSOCK_PT_URING);
+			rs_esock_refuse_all(RINGSOCK_PT_URING);
 		break;
 	}
 	*done = 0;

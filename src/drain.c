@@ -280,8 +280,11 @@ static int ring_setup(void)
 		return 0;
 	struct io_uring_params p;
 	memset(&p, 0, sizeof(p));
-	if (io_uring_queue_init_params(DRAIN_ENTRIES, &dr.ring, &p) < 0)
+	rs_foreign_making(1); /* (foreign.c: not the program's ring) */
+	if (io_uring_queue_init_params(DRAIN_ENTRIES, &dr.ring, &p) < 0) {
+		rs_foreign_making(-1);
 		return -1;
+	}
 	/* Like the owners' rings: a fork child must not keep this ring (and
 	 * the sockets in its file table) alive. */
 	madvise(dr.ring.sq.ring_ptr, dr.ring.sq.ring_sz, MADV_DONTFORK);
@@ -301,7 +304,9 @@ static int ring_setup(void)
 			dr.nslots = (int)want;
 			break;
 		}
-	if (!dr.nslots || rs_fdguard_adopt(dr.ring.ring_fd, &dr.ring.ring_fd) < 0)
+	int adopted = dr.nslots ? rs_fdguard_adopt(dr.ring.ring_fd, &dr.ring.ring_fd) : -1;
+	rs_foreign_making(-1);
+	if (adopted < 0)
 		goto fail;
 	dr.ring.enter_ring_fd = dr.ring.ring_fd; /* liburing enters through it */
 	long efd = rs_syscall(SYS_eventfd2, 0, EFD_CLOEXEC);

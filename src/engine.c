@@ -153,6 +153,7 @@ static void after_fork_child(void)
 	rs_vfork_pending = 0;
 	rs_rt.pid = rs_sys_getpid();
 	rs_lock_depth = 0; /* the locks fork held are new ones in the child */
+	rs_foreign_after_fork_child();
 	rs_stats_after_fork();
 	rs_ep_fork_release(1);
 	rs_drain_after_fork(1);
@@ -228,24 +229,6 @@ void rs_engine_before_spawn(void)
 {
 	if (rs_engine_on)
 		flush_rings("spawn", 1);
-}
-
-void rs_engine_refuse_all(int reason)
-{
-	if (!rs_engine_on)
-		return;
-	int expect = 0;
-	if (!__atomic_compare_exchange_n(&rs_engine_refuse, &expect, reason, 0, __ATOMIC_ACQ_REL,
-					 __ATOMIC_ACQUIRE))
-		return; /* done once */
-	rs_info("the program set up an io_uring of its own: its sockets leave the engine");
-	for (struct rs_ring *r = rs_rings_lock(); r; r = r->all_next) {
-		if (!rs_ring_lock_live(r))
-			continue;
-		rs_esock_leave_all(r, reason);
-		rs_ring_unlock(r);
-	}
-	rs_rings_unlock();
 }
 
 /* ---- close ------------------------------------------------------------------ */

@@ -680,6 +680,11 @@ void rs_esock_detach_self(struct rs_esock *e, int reason);
 void rs_esock_detach_on(struct rs_ring *r, struct rs_esock *e);
 /* Every socket armed on r leaves the engine (r's lock held). */
 void rs_esock_leave_all(struct rs_ring *r, int reason);
+/* The program can reach its sockets in a way the engine cannot see (it set
+ * up an io_uring of its own): every armed socket leaves the engine, and
+ * none is armed from now on; reason is a RINGSOCK_PT_* value.  No ring
+ * lock held. */
+void rs_esock_refuse_all(int reason);
 void rs_esock_fork_prepare_detached(void); /* socks lock held across fork */
 void rs_esock_fork_release_detached(int child);
 
@@ -813,10 +818,6 @@ extern int rs_engine_on;        /* the engine may arm sockets */
 void rs_engine_init(void);      /* from rs_runtime_init */
 void rs_engine_flush_all(void); /* exec and exit: queued sends reach the kernel */
 void rs_engine_before_spawn(void); /* vfork, posix_spawn: the same, and no read-ahead */
-/* The program can reach its sockets in a way the engine cannot see (it set
- * up an io_uring of its own): every armed socket leaves the engine, and
- * none is armed from now on; reason is a RINGSOCK_PT_* value. */
-void rs_engine_refuse_all(int reason);
 extern int rs_engine_refuse; /* 0, or why no socket is armed any more */
 /* close() (and dup2 over, close_range) of fd, before the real call. */
 void rs_engine_before_close(struct rs_sock *s, int fd);

@@ -175,6 +175,17 @@ void rs_fdguard_release(int fd); /* the engine closes its own fd */
  * out of the way first.  Returns 0 or -errno. */
 int rs_fdguard_evict(int fd);
 
+/* ---- foreign.c: io_urings the program made without libc ------------------ */
+/* 1 when the process holds an io_uring that is not the engine's (looked
+ * for only when descriptors the library did not check can be open), or
+ * when that cannot be known (no /proc).  Once 1, always 1. */
+int rs_foreign_uring_found(void);
+void rs_foreign_fd_known(int fd); /* a descriptor the library made or saw made */
+void rs_foreign_fd_gone(int fd);  /* closed, or about to be replaced (dup2) */
+void rs_foreign_range_gone(unsigned first, unsigned last);
+void rs_foreign_making(int delta); /* +1 before the engine's io_uring_setup, -1 once adopted */
+void rs_foreign_after_fork_child(void);
+
 /* ---- proc.c (the state) and runtime.c (init, policy, process hooks) ------ */
 enum rs_state { RS_ST_UNINIT, RS_ST_INITING, RS_ST_READY };
 struct rs_runtime {

@@ -9,7 +9,7 @@
 
 struct rs_runtime rs_rt;   /* set by rs_runtime_init */
 int rs_engine_on;          /* set once by rs_engine_init */
-int rs_engine_refuse;      /* set once by rs_engine_refuse_all */
+int rs_engine_refuse;      /* set once by rs_esock_refuse_all */
 int rs_dying;              /* set by the flush before a fatal default action */
 RS_TLS int rs_vfork_pending;
 

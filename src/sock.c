@@ -178,7 +178,7 @@ int rs_esock_install(struct rs_ring *r, struct rs_esock *e)
 	if ((refuse = __atomic_load_n(&rs_engine_refuse, __ATOMIC_ACQUIRE)) != 0 ||
 	    !atomic_compare_exchange_strong(&s->eng, &expect, e)) {
 		/* Lost a race with another thread arming it, or with
-		 * rs_engine_refuse_all (which walks the rings under their locks). */
+		 * rs_esock_refuse_all (which walks the rings under their locks). */
 		if (refuse)
 			rs_sock_passthrough(s, refuse);
 		rs_ring_unlock(r);
@@ -310,6 +310,24 @@ void rs_esock_leave_all(struct rs_ring *r, int reason)
 	}
 }
 
+void rs_esock_refuse_all(int reason)
+{
+	if (!rs_engine_on)
+		return;
+	int expect = 0;
+	if (!__atomic_compare_exchange_n(&rs_engine_refuse, &expect, reason, 0, __ATOMIC_ACQ_REL,
+					 __ATOMIC_ACQUIRE))
+		return; /* done once */
+	rs_info("the program has an io_uring of its own: its sockets leave the engine");
+	for (struct rs_ring *r = rs_rings_lock(); r; r = r->all_next) {
+		if (!rs_ring_lock_live(r))
+			continue;
+		rs_esock_leave_all(r, reason);
+		rs_ring_unlock(r);
+	}
+	rs_rings_unlock();
+}
+
 /* ---- entering ------------------------------------------------------------------ */
 
 struct rs_esock *rs_esock_enter(struct rs_sock *s, int fd, int do_arm)
@@ -318,6 +336,12 @@ struct rs_esock *rs_esock_enter(struct rs_sock *s, int fd, int do_arm)
 	if (!e) {
 		if (!do_arm || s->no_engine || !rs_engine_on)
 			return NULL;
+		/* Before the engine reads ahead: an io_uring the program made
+		 * with its own system calls could wait for these bytes
+		 * (foreign.c).  (With a ring's lock held, as in a handler's
+		 * call, the next arm looks.) */
+		if (rs_unlikely(!held_ring && rs_foreign_uring_found()))
+			rs_esock_refuse_all(RINGSOCK_PT_URING);
 		int refuse = __atomic_load_n(&rs_engine_refuse, __ATOMIC_ACQUIRE);
 		if (refuse) {
 			rs_sock_passthrough(s, refuse);

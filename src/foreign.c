@@ -1,0 +1,241 @@
+/* foreign.c - io_urings of the program's that the library never saw made.
+ *
+ * A program's own io_uring can read a socket (IORING_OP_RECV), poll it
+ * (POLL_ADD) or add it to an epoll set (IORING_OP_EPOLL_CTL, as libuv
+ * does), and the engine's read-ahead would take the bytes those requests
+ * wait for.  A ring set up through libc's syscall() is seen there
+ * (preload/syscall.c); liburing 2.2 and later make io_uring_setup, mmap
+ * and io_uring_enter with their own syscall instructions, which no
+ * preload can interpose.  So before a socket is armed the engine looks at
+ * the process's descriptors for an anon_inode:[io_uring] that is not one
+ * of its own (fdguard.c).
+ *
+ * Looking is a directory listing of /proc/self/fd, so it is kept for when
+ * something the library did not see can have appeared: every descriptor
+ * it has checked (or made, or seen made as a socket) has its bit in a
+ * bitmap, dropped when the library sees it closed.  Since Linux 6.2,
+ * stat("/proc/self/fd").st_size is the number of open descriptors; while
+ * it equals the number of bits, every open descriptor is one the library
+ * checked, and there is nothing to list.  On an older kernel (st_size 0)
+ * every arm lists.  A descriptor closed behind the library's back
+ * (a raw close system call) leaves a stale bit until the next listing,
+ * which drops the bits of every descriptor no longer open.
+ *
+ * Without /proc the engine cannot know, so it reports a ring found: the
+ * rule is that where the engine cannot know, it does not read ahead.
+ */
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+
+#include "internal.h"
+#include "sys.h"
+
+#define MAX_FDS (1u << 20)
+
+struct kdirent { /* getdents64's record */
+	uint64_t d_ino;
+	int64_t d_off;
+	unsigned short d_reclen;
+	unsigned char d_type;
+	char d_name[];
+};
+
+static _Atomic(uint64_t) *bits; /* fd checked (not a foreign ring) */
+static size_t nwords;
+static atomic_long nknown;     /* bits set */
+static int found;              /* a foreign ring was seen: final */
+static atomic_int making;      /* the engine is between io_uring_setup and adopting the fd */
+static pthread_mutex_t scan_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static int bitmap_ready(void)
+{
+	if (__atomic_load_n(&bits, __ATOMIC_ACQUIRE))
+		return 1;
+	pthread_mutex_lock(&scan_lock);
+	if (!bits) {
+		struct rlimit rl;
+		size_t n = MAX_FDS;
+		if (rs_syscall(SYS_prlimit64, 0, RLIMIT_NOFILE, NULL, &rl) == 0 && rl.rlim_max < MAX_FDS)
+			n = rl.rlim_max < 1024 ? 1024 : (size_t)rl.rlim_max;
+		size_t w = (n + 63) / 64;
+		void *m = mmap(NULL, w * 8, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (m != MAP_FAILED) {
+			nwords = w;
+			__atomic_store_n(&bits, m, __ATOMIC_RELEASE);
+		}
+	}
+	pthread_mutex_unlock(&scan_lock);
+	return bits != NULL;
+}
+
+void rs_foreign_fd_known(int fd)
+{
+	if (fd < 0 || !bitmap_ready() || (size_t)fd / 64 >= nwords)
+		return;
+	uint64_t m = 1ull << (fd % 64);
+	if (!(atomic_fetch_or(&bits[fd / 64], m) & m))
+		atomic_fetch_add(&nknown, 1);
+}
+
+void rs_foreign_fd_gone(int fd)
+{
+	if (fd < 0 || !__atomic_load_n(&bits, __ATOMIC_ACQUIRE) || (size_t)fd / 64 >= nwords)
+		return;
+	uint64_t m = 1ull << (fd % 64);
+	if (atomic_fetch_and(&bits[fd / 64], ~m) & m)
+		atomic_fetch_sub(&nknown, 1);
+}
+
+void rs_foreign_range_gone(unsigned first, unsigned last)
+{
+	if (!__atomic_load_n(&bits, __ATOMIC_ACQUIRE))
+		return;
+	for (size_t w = first / 64; w < nwords && w <= last / 64; w++) {
+		uint64_t m = ~0ull;
+		if (w == first / 64)
+			m &= ~0ull << (first % 64);
+		if (w == last / 64 && last % 64 != 63)
+			m &= (1ull << (last % 64 + 1)) - 1;
+		uint64_t old = atomic_fetch_and(&bits[w], ~m);
+		atomic_fetch_sub(&nknown, __builtin_popcountll(old & m));
+	}
+}
+
+void rs_foreign_making(int delta)
+{
+	atomic_fetch_add(&making, delta);
+}
+
+/* The number of open descriptors, 0 when the kernel does not say (before
+ * 6.2), -1 without /proc. */
+static long open_count(void)
+{
+	struct stat st;
+	if (rs_syscall(SYS_newfstatat, AT_FDCWD, "/proc/self/fd", &st, 0) < 0)
+		return -1;
+	return (long)st.st_size;
+}
+
+static int is_uring(int dirfd, const char *name)
+{
+	char link[32];
+	long n = rs_syscall(SYS_readlinkat, dirfd, name, link, sizeof(link) - 1);
+	if (n < 0)
+		return 0;
+	link[n] = 0;
+	return strcmp(link, "anon_inode:[io_uring]") == 0;
+}
+
+/* Is fd, an io_uring, the program's?  An engine ring being made is not
+ * yet in fdguard's list: wait for the making to end (it takes no lock the
+ * caller holds) and look again. */
+static int foreign_ring(int dirfd, const char *name, int fd)
+{
+	for (;;) {
+		if (rs_fdguard_is_engine(fd))
+			return 0;
+		if (!atomic_load(&making))
+			return is_uring(dirfd, name) && !rs_fdguard_is_engine(fd);
+		rs_syscall(SYS_sched_yield, 0);
+	}
+}
+
+/* List /proc/self/fd: 1 if a foreign ring is open, 0 if not, -1 if the
+ * listing failed.  Scan lock held. */
+static int scan(void)
+{
+	int dirfd = (int)rs_syscall(SYS_openat, AT_FDCWD, "/proc/self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dirfd < 0)
+		return -1;
+	int res = 0;
+	char buf[4096];
+	for (;;) {
+		long n = rs_syscall(SYS_getdents64, dirfd, buf, sizeof(buf));
+		if (n < 0) {
+			res = -1;
+			break;
+		}
+		if (n == 0)
+			break;
+		for (long off = 0; off < n;) {
+			struct kdirent *d = (struct kdirent *)(buf + off);
+			off += d->d_reclen;
+			if (d->d_name[0] < '0' || d->d_name[0] > '9')
+				continue;
+			int fd = atoi(d->d_name);
+			if (fd == dirfd)
+				continue;
+			size_t w = (size_t)fd / 64;
+			uint64_t m = 1ull << (fd % 64);
+			if (w < nwords && (atomic_load(&bits[w]) & m))
+				continue;
+			if (foreign_ring(dirfd, d->d_name, fd)) {
+				res = 1;
+				goto out;
+			}
+			rs_foreign_fd_known(fd);
+		}
+	}
+out:
+	rs_sys_close(dirfd);
+	return res;
+}
+
+/* Drop the bits of descriptors that are no longer open (closed behind the
+ * library's back): F_GETFD on each checked one the count says is stale. */
+static void drop_stale(void)
+{
+	for (size_t w = 0; w < nwords; w++) {
+		uint64_t v = atomic_load(&bits[w]);
+		while (v) {
+			int b = __builtin_ctzll(v);
+			v &= v - 1;
+			int fd = (int)(w * 64 + (size_t)b);
+			if (rs_syscall(SYS_fcntl, fd, F_GETFD, 0) < 0)
+				rs_foreign_fd_gone(fd);
+		}
+	}
+}
+
+/* In a fork child: the thread that held the lock, or was making a ring,
+ * is not there.  A ring it was making is open in the child without being
+ * the child engine's: the child's next look counts it as the program's,
+ * and its sockets stay the kernel's (the safe way to be wrong). */
+void rs_foreign_after_fork_child(void)
+{
+	pthread_mutex_init(&scan_lock, NULL);
+	atomic_store(&making, 0);
+}
+
+int rs_foreign_uring_found(void)
+{
+	if (rs_likely(__atomic_load_n(&found, __ATOMIC_ACQUIRE) == 0)) {
+		long open = open_count();
+		if (open > 0 && open == atomic_load(&nknown))
+			return 0;
+	} else {
+		return 1;
+	}
+	if (!bitmap_ready())
+		return 0; /* no memory for the bitmap: (nothing better to do) */
+	pthread_mutex_lock(&scan_lock);
+	int r = found ? 1 : scan();
+	if (r == 0 && open_count() > 0 && open_count() < atomic_load(&nknown))
+		drop_stale();
+	if (r != 0 && !found) {
+		__atomic_store_n(&found, 1, __ATOMIC_RELEASE);
+		if (r < 0)
+			rs_warn("/proc/self/fd cannot be listed: an io_uring the program made without "
+				"libc could not be seen, so no socket is served by the engine");
+		else
+			rs_info("the program has an io_uring the library did not see made "
+				"(its own system calls): its sockets leave the engine");
+	}
+	pthread_mutex_unlock(&scan_lock);
+	return r != 0;
+}
