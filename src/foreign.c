@@ -8,7 +8,7 @@
  * and io_uring_enter with their own syscall instructions, which no
  * preload can interpose.  So before a socket is armed the engine looks at
  * the process's descriptors for an anon_inode:[io_uring] that is not one
- * of its own (fdguard.c).
+ * of its own (fdguard.c tells which are).
  *
  * Looking is a directory listing of /proc/self/fd, so it is kept for when
  * something the library did not see can have appeared: every descriptor
@@ -131,16 +131,22 @@ static int is_uring(int dirfd, const char *name)
 	return strcmp(link, "anon_inode:[io_uring]") == 0;
 }
 
-/* Is fd, an io_uring, the program's?  An engine ring being made is not
- * yet in fdguard's list: wait for the making to end (it takes no lock the
- * caller holds) and look again. */
+static int is_known(int fd)
+{
+	return (size_t)fd / 64 < nwords && (atomic_load(&bits[fd / 64]) & (1ull << (fd % 64)));
+}
+
+/* Is fd, an io_uring, the program's?  The engine's own are known from the
+ * moment fdguard adopts them (rs_foreign_fd_known); one being made is not
+ * yet: wait for the making to end (it takes no lock the caller holds) and
+ * look again. */
 static int foreign_ring(int dirfd, const char *name, int fd)
 {
 	for (;;) {
-		if (rs_fdguard_is_engine(fd))
+		if (is_known(fd))
 			return 0;
 		if (!atomic_load(&making))
-			return is_uring(dirfd, name) && !rs_fdguard_is_engine(fd);
+			return is_uring(dirfd, name) && !is_known(fd);
 		rs_syscall(SYS_sched_yield, 0);
 	}
 }
@@ -170,9 +176,7 @@ static int scan(void)
 			int fd = atoi(d->d_name);
 			if (fd == dirfd)
 				continue;
-			size_t w = (size_t)fd / 64;
-			uint64_t m = 1ull << (fd % 64);
-			if (w < nwords && (atomic_load(&bits[w]) & m))
+			if (is_known(fd))
 				continue;
 			if (foreign_ring(dirfd, d->d_name, fd)) {
 				res = 1;
