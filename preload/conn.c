@@ -76,7 +76,11 @@ RS_EXPORT int shutdown(int fd, int how)
 		}
 	}
 	int r = REAL(shutdown)(fd, how);
-	if (r == 0 && s) { /* for the engine, should it arm the socket later */
+	/* For the engine, should it arm the socket later: what the kernel now
+	 * holds as shut down.  inet_shutdown marks an unconnected socket too,
+	 * answering ENOTCONN (a UDP socket's reads then return 0 at once); a
+	 * listener it stops without marking. */
+	if (s && (r == 0 || errno == ENOTCONN) && s->conn_state != RS_CONN_LISTEN) {
 		if (how == SHUT_RD || how == SHUT_RDWR)
 			s->shut_rd = 1;
 		if (how == SHUT_WR || how == SHUT_RDWR)

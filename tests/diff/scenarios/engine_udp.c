@@ -8,7 +8,8 @@
  * SO_ERROR), connect filtering with datagrams already queued, IPv6,
  * a fork with datagrams held (each read once), another thread reading,
  * close then bind of the same port, IP_MTU_DISCOVER and IPV6_MTU_DISCOVER
- * (the socket stays on the engine), shutdown.
+ * (the socket stays on the engine), shutdown (of a socket already read,
+ * and of an unconnected one before its first read).
  *
  * Every datagram is sent on loopback before the read that expects it and
  * waited for with poll, so what each call finds is decided by the
@@ -378,5 +379,24 @@ int main(void)
 	n = R("recv after shutdown (queued)", recv(g, buf, sizeof(buf), 0));
 	show("got", buf, n);
 	R("recv after shutdown (empty)", recv(g, buf, sizeof(buf), 0));
+
+	/* An unconnected socket shut down before its first read: ENOTCONN,
+	 * but the kernel marks it all the same; a blocking read returns 0 at
+	 * once, a datagram that comes after is still delivered, and a
+	 * nonblocking read of the empty queue is EAGAIN.  Each way round. */
+	for (int how = SHUT_RD; how <= SHUT_RDWR; how += SHUT_RDWR - SHUT_RD) {
+		int u = udp_sock(AF_INET);
+		alarm(5);
+		R(how == SHUT_RD ? "unread: shutdown SHUT_RD" : "unread: shutdown SHUT_RDWR", shutdown(u, how));
+		R("unread: recvfrom after shutdown", recvfrom(u, buf, sizeof(buf), 0, NULL, NULL));
+		to(b, u, "late", 4);
+		readable(u);
+		n = R("unread: recvfrom of a later datagram", recvfrom(u, buf, sizeof(buf), 0, NULL, NULL));
+		show("got", buf, n);
+		R("unread: MSG_DONTWAIT on the empty queue", recv(u, buf, sizeof(buf), MSG_DONTWAIT));
+		R("unread: recv after shutdown again", recv(u, buf, sizeof(buf), 0));
+		alarm(0);
+		close(u);
+	}
 	return 0;
 }
