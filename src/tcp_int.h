@@ -64,6 +64,10 @@ struct rs_tcp {
 	uint32_t tx_cap, tx_head, tx_cnt;
 	uint32_t tx_bytes;        /* accepted, not yet completed */
 	uint32_t tx_limit;
+	uint32_t tx_credit;       /* send-buffer memory the kernel is sure to
+				   * have for queued bytes (tcp_send.c, tx_fits) */
+	uint32_t tx_mss;          /* TCP_MAXSEG when the credit was asked; 0:
+				   * ask again (options may have changed) */
 	uint32_t inflight_segs;   /* segments covered by the send in flight */
 	uint32_t inflight_bytes;
 	uint32_t ops_inflight;    /* CQEs still expected (recv + send + cancel) */
@@ -99,6 +103,9 @@ struct rs_tcp {
 	uint8_t rxc_used;
 	uint8_t zc;               /* zero-copy sends: RS_TZC_* (decided once) */
 	uint8_t inflight_zc;      /* the send in flight is zero-copy */
+	uint8_t tx_unsure;        /* the kernel cannot say how much room it has
+				   * (SO_MEMINFO refused, TCP_NOTSENT_LOWAT):
+				   * every send is the kernel's */
 };
 enum { RS_TZC_UNKNOWN, RS_TZC_ON, RS_TZC_OFF };
 

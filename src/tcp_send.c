@@ -20,6 +20,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <linux/sock_diag.h>
 
 #include "engine.h"
 #include "route.h"
@@ -264,6 +267,92 @@ static int send_to_kernel(struct rs_tcp *t, size_t total)
 		RS_LOAD(t->e.k_hup) || pp || shared);
 }
 
+/* ---- room in the kernel's send buffer ----------------------------------
+ * tcp_sendmsg takes more bytes while the memory the socket's send queue
+ * charges (sk_wmem_queued: the payload, plus each skb's head) is below
+ * sk_sndbuf; SO_MEMINFO says both.  The credit is that room less the cost
+ * of what is queued, and every send queued or made since takes its cost:
+ * its bytes plus an skb head per MSS or part (each skb holds at least an
+ * MSS).  Only the peer's acknowledgements give room back (or a larger
+ * buffer), so the credit never claims more room than there is.  A send
+ * beyond it asks again; one syscall per credit's worth of sends. */
+#define RS_SKB_HEAD 2048 /* an skb head's truesize: 832 bytes on 6.x x86-64 */
+
+static uint32_t tx_cost(const struct rs_tcp *t, size_t n)
+{
+	uint64_t c = n + (uint64_t)RS_SKB_HEAD * (n / t->tx_mss + 1);
+	return c > UINT32_MAX ? UINT32_MAX : (uint32_t)c;
+}
+
+/* net.ipv4.tcp_notsent_lowat; UINT32_MAX (the default) when unreadable. */
+static uint32_t notsent_lowat_sysctl(void)
+{
+	static int64_t v = -1;
+	int64_t got = __atomic_load_n(&v, __ATOMIC_RELAXED);
+	if (got >= 0)
+		return (uint32_t)got;
+	got = UINT32_MAX;
+	int fd = (int)rs_syscall(SYS_openat, AT_FDCWD, "/proc/sys/net/ipv4/tcp_notsent_lowat", O_RDONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		char b[24];
+		long n = rs_syscall(SYS_read, fd, b, sizeof(b) - 1);
+		rs_sys_close(fd);
+		if (n > 0) {
+			b[n] = 0;
+			got = (int64_t)strtoull(b, NULL, 10);
+		}
+	}
+	__atomic_store_n(&v, got, __ATOMIC_RELAXED);
+	return (uint32_t)got;
+}
+
+static void tx_refresh(struct rs_tcp *t)
+{
+	t->tx_credit = 0;
+	socklen_t il = sizeof(int);
+	if (!t->tx_mss) {
+		/* TCP_NOTSENT_LOWAT (the socket's, else the sysctl's) also
+		 * stops tcp_sendmsg, at unsent bytes the engine cannot count */
+		int lowat = 0, mss = 0;
+		if (rs_syscall(SYS_getsockopt, t->e.fd, IPPROTO_TCP, TCP_NOTSENT_LOWAT, &lowat, &il) < 0 ||
+		    lowat || notsent_lowat_sysctl() != UINT32_MAX) {
+			t->tx_unsure = 1;
+			return;
+		}
+		il = sizeof(int);
+		if (rs_syscall(SYS_getsockopt, t->e.fd, IPPROTO_TCP, TCP_MAXSEG, &mss, &il) < 0)
+			mss = 0;
+		t->tx_mss = mss < 32 ? 32 : (uint32_t)mss;
+	}
+	uint32_t m[SK_MEMINFO_VARS];
+	socklen_t l = sizeof(m);
+	if (rs_syscall(SYS_getsockopt, t->e.fd, SOL_SOCKET, SO_MEMINFO, m, &l) < 0 ||
+	    l < sizeof(uint32_t) * (SK_MEMINFO_WMEM_QUEUED + 1)) {
+		t->tx_unsure = 1;
+		return;
+	}
+	int64_t room = (int64_t)m[SK_MEMINFO_SNDBUF] - m[SK_MEMINFO_WMEM_QUEUED] - tx_cost(t, t->tx_bytes);
+	t->tx_credit = room <= 0 ? 0 : room > UINT32_MAX ? UINT32_MAX : (uint32_t)room;
+}
+
+/* Will the kernel's buffer take n more bytes after what is queued? */
+static int tx_fits(struct rs_tcp *t, size_t n)
+{
+	if (t->tx_unsure)
+		return 0;
+	if (!t->tx_mss || tx_cost(t, n) > t->tx_credit)
+		tx_refresh(t);
+	return !t->tx_unsure && tx_cost(t, n) <= t->tx_credit;
+}
+
+static void tx_charge(struct rs_tcp *t, size_t n)
+{
+	if (t->tx_credit) {
+		uint32_t c = tx_cost(t, n);
+		t->tx_credit = c < t->tx_credit ? t->tx_credit - c : 0;
+	}
+}
+
 static ssize_t send_direct(struct rs_tcp *t, const struct iovec *iov, int iovcnt, size_t total, int flags)
 {
 	t->sent = 1;
@@ -273,6 +362,8 @@ static ssize_t send_direct(struct rs_tcp *t, const struct iovec *iov, int iovcnt
 		t->epipe_pending = 1;
 		return send_error((int)-k, flags);
 	}
+	if (k > 0)
+		tx_charge(t, (size_t)k);
 	int full = k == -EAGAIN || (k >= 0 && (size_t)k < total);
 	RS_STORE(t->e.kfull, full);
 	if (full)
@@ -372,12 +463,23 @@ ssize_t rs_tcp_send(struct rs_tcp *t, const struct iovec *iov, int iovcnt, int f
 	}
 	if (send_to_kernel(t, total))
 		return send_direct(t, iov, iovcnt, total, flags);
+	size_t room = t->tx_limit - t->tx_bytes;
+	size_t want = total < room ? total : room;
+	if (!tx_fits(t, want)) {
+		/* The kernel decides, after what is queued (which fits: its
+		 * cost was taken). */
+		if (t->tx_cnt || t->send_inflight)
+			rs_tcp_tx_submit_now(t);
+		if (t->tx_cnt || t->send_inflight || t->e.drain)
+			return -EAGAIN;
+		return send_direct(t, iov, iovcnt, total, flags);
+	}
 	if (!t->txs && !(t->txs = malloc(sizeof(*t->txs))))
 		return -ENOMEM;
-	size_t room = t->tx_limit - t->tx_bytes;
-	size_t done = queue_copy(r, t, iov, total < room ? total : room);
+	size_t done = queue_copy(r, t, iov, want);
 	if (!done)
 		return -ENOMEM;
+	tx_charge(t, done);
 	rs_stat_add(RS_C_CALLS_NOSYS, 1);
 	queue_tx(r, t);
 	return (ssize_t)done;
@@ -606,6 +708,9 @@ void rs_tcp_tx_submit_now(struct rs_tcp *t)
  * for a drain in progress too. */
 void rs_tcp_sync_tx(struct rs_tcp *t)
 {
+	/* (the call may change the socket's options or send: ask again) */
+	t->tx_credit = 0;
+	t->tx_mss = 0;
 	rs_tcp_tx_submit_now(t);
 	if (t->e.drain) {
 		rs_drain_wait(t->e.drain, -1);
