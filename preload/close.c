@@ -12,6 +12,14 @@ static int fcntl_valid(int fd)
 	return rs_syscall(SYS_fcntl, fd, F_GETFD, 0) >= 0;
 }
 
+/* A vfork child closes in its own descriptor table, but runs in the
+ * parent's memory: the library's records of which descriptors are open
+ * are the parent's, and stay as they are. */
+static int records_mine(void)
+{
+	return !rs_in_vfork_child();
+}
+
 RS_EXPORT int close(int fd)
 {
 	int on = rs_enter();
@@ -30,8 +38,10 @@ RS_EXPORT int close(int fd)
 		if (s)
 			rs_fd_forget(fd);
 	}
-	rs_kw_fd_gone(fd);
-	rs_foreign_fd_gone(fd);
+	if (records_mine()) {
+		rs_kw_fd_gone(fd);
+		rs_foreign_fd_gone(fd);
+	}
 	return REAL(close)(fd);
 }
 
@@ -66,7 +76,7 @@ static int dup_onto(int fd, int fd2, int flags, int use_dup3)
 		if (rs_engine_on && !rs_rt.passthrough && fcntl_valid(fd))
 			rs_engine_before_close(rs_fd_peek(fd2), fd2);
 	}
-	if (fd != fd2) {
+	if (fd != fd2 && records_mine()) {
 		rs_kw_fd_gone(fd2);
 		rs_foreign_fd_gone(fd2);
 	}
@@ -94,12 +104,14 @@ static int close_range_guarded(unsigned first, unsigned last, int flags)
 	/* Engine descriptors exist even in pass-through mode (the stats file). */
 	if (rs_enter())
 		rs_count_call(0, RINGSOCK_FAM_CLOSE);
-	if (!(flags & CLOSE_RANGE_CLOEXEC)) {
+	int closes = !(flags & CLOSE_RANGE_CLOEXEC) && records_mine();
+	if (closes)
 		rs_kw_range_gone(first, last);
-		rs_foreign_range_gone(first, last);
-	}
-	if (!rs_ready() || (flags & CLOSE_RANGE_CLOEXEC))
+	if (!rs_ready() || (flags & CLOSE_RANGE_CLOEXEC)) {
+		if (closes)
+			rs_foreign_range_gone(first, last);
 		return REAL(close_range)(first, last, flags);
+	}
 	int keep[RS_MAX_ENGINE_FDS];
 	int n = rs_fdguard_list(keep, RS_MAX_ENGINE_FDS); /* ascending */
 	unsigned long long lo = first, end = (unsigned long long)last + 1;
@@ -114,6 +126,8 @@ static int close_range_guarded(unsigned first, unsigned last, int flags)
 					if (rs_fd_peek((int)f) || rs_ep_known((int)f))
 						rs_engine_before_close(rs_fd_peek((int)f), (int)f);
 			rs_fd_forget_range((unsigned)lo, (unsigned)(k - 1));
+			/* (the gaps only: the engine's stay open, and known) */
+			rs_foreign_range_gone((unsigned)lo, (unsigned)(k - 1));
 			if (REAL(close_range)((unsigned)lo, (unsigned)(k - 1), flags) < 0)
 				r = -1;
 		}

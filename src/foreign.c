@@ -151,9 +151,9 @@ static int foreign_ring(int dirfd, const char *name, int fd)
 	}
 }
 
-/* List /proc/self/fd: 1 if a foreign ring is open, 0 if not, -1 if the
- * listing failed.  Scan lock held. */
-static int scan(void)
+/* List /proc/self/fd: 1 if a foreign ring is open (its number in *which),
+ * 0 if not, -1 if the listing failed.  Scan lock held. */
+static int scan(int *which)
 {
 	int dirfd = (int)rs_syscall(SYS_openat, AT_FDCWD, "/proc/self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dirfd < 0)
@@ -179,6 +179,7 @@ static int scan(void)
 			if (is_known(fd))
 				continue;
 			if (foreign_ring(dirfd, d->d_name, fd)) {
+				*which = fd;
 				res = 1;
 				goto out;
 			}
@@ -228,7 +229,8 @@ int rs_foreign_uring_found(void)
 	if (!bitmap_ready())
 		return 0; /* no memory for the bitmap: (nothing better to do) */
 	pthread_mutex_lock(&scan_lock);
-	int r = found ? 1 : scan();
+	int which = -1;
+	int r = found ? 1 : scan(&which);
 	if (r == 0 && open_count() > 0 && open_count() < atomic_load(&nknown))
 		drop_stale();
 	if (r != 0 && !found) {
@@ -238,7 +240,7 @@ int rs_foreign_uring_found(void)
 				"libc could not be seen, so no socket is served by the engine");
 		else
 			rs_info("the program has an io_uring the library did not see made "
-				"(its own system calls): its sockets leave the engine");
+				"(fd %d, by its own system calls): its sockets leave the engine", which);
 	}
 	pthread_mutex_unlock(&scan_lock);
 	return r != 0;
