@@ -29,6 +29,21 @@ static void *va_ptr(va_list ap)
 	return va_arg(ap, void *);
 }
 
+/* O_NONBLOCK set or cleared on an engine socket.  The engine serves both
+ * modes (each call reads the flag), so the socket stays; only what the
+ * thread queued is sent first, as its sends' mode is the one they were
+ * made in.  With RINGSOCK_BLOCKING=kernel a blocking socket is the
+ * kernel's: it leaves the engine, for good (counted as blocking). */
+static void blocking_toggled(struct rs_sock *s, int fd)
+{
+	if (!s->nonblock || rs_rt.cfg.v[RS_K_BLOCKING] != RS_BLOCKING_KERNEL) {
+		rs_sock_before_kernel(s, fd, -1);
+		return;
+	}
+	rs_sock_before_kernel(s, fd, RINGSOCK_PT_BLOCKING);
+	rs_sock_passthrough(s, RINGSOCK_PT_BLOCKING);
+}
+
 static int fcntl_common(int fd, int cmd, void *arg, int use64)
 {
 	struct rs_sock *s = rs_enter_fd(fd, RINGSOCK_FAM_CTL);
@@ -36,9 +51,8 @@ static int fcntl_common(int fd, int cmd, void *arg, int use64)
 		if (cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC) {
 			rs_sock_before_kernel(s, fd, RINGSOCK_PT_DUP);
 			rs_sock_passthrough(s, RINGSOCK_PT_DUP);
-		} else if (cmd == F_SETFL && !((long)arg & O_NONBLOCK)) {
-			/* blocking mode: the kernel path serves it */
-			rs_sock_before_kernel(s, fd, RINGSOCK_PT_OPTION);
+		} else if (cmd == F_SETFL && !((long)arg & O_NONBLOCK) != !s->nonblock) {
+			blocking_toggled(s, fd);
 		} else if (cmd == F_SETOWN || cmd == F_SETSIG || cmd == F_SETOWN_EX ||
 			   (cmd == F_SETFL && ((long)arg & O_ASYNC))) {
 			rs_sock_before_kernel(s, fd, RINGSOCK_PT_OPTION); /* SIGIO */
@@ -98,8 +112,8 @@ RS_EXPORT int ioctl(int fd, RS_IOCTL_REQ req, ...)
 					return (int)rs_ret(r);
 			}
 		} else if (req == FIONBIO) {
-			if (arg && !*(int *)arg)
-				rs_sock_before_kernel(s, fd, RINGSOCK_PT_OPTION);
+			if (arg && !*(int *)arg != !s->nonblock)
+				blocking_toggled(s, fd);
 		} else if (req == SIOCATMARK) {
 			/* Bytes the engine holds come before any mark. */
 			rs_sock_urgent(s, fd);

@@ -5,9 +5,12 @@
  * are its own) say, after the registration, whether the socket is served
  * by the engine yet, and for each read whether it went to the kernel
  * ("kernel": the direct counter moved) or was answered from the engine's
- * queue ("engine": calls_nosys moved).  Prints one line per fact;
- * arming.sh compares them with what RINGSOCK_ARM_AFTER promises. */
+ * queue ("engine": calls_nosys moved), or neither ("passthrough": the
+ * kernel's alone).  With "toggle", the second half's reads are blocking:
+ * O_NONBLOCK cleared before each, set again after.  Prints one line per
+ * fact; arming.sh compares them with what RINGSOCK_ARM_AFTER promises. */
 #define _GNU_SOURCE
+#include <fcntl.h>
 #include <sys/epoll.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -22,6 +25,7 @@ static struct ringsock_stats now(void)
 int main(int argc, char **argv)
 {
 	int rounds = argc > 1 ? atoi(argv[1]) : 8;
+	int toggle = argc > 2 && !strcmp(argv[2], "toggle");
 	if (!counters_init()) {
 		printf("ringsock not loaded\n");
 		return 1;
@@ -52,19 +56,26 @@ int main(int argc, char **argv)
 		die("epoll_ctl");
 	printf("registered: accelerated %llu\n", (unsigned long long)now().sockets_accelerated);
 	for (int i = 0; i < rounds; i++) {
-		if (epoll_wait(ep, &ev, 1, 10000) != 1)
+		/* toggle: from the middle on, each read is made blocking
+		 * (O_NONBLOCK cleared, then set again after it) */
+		int blocking = toggle && i >= rounds / 2;
+		if (!blocking && epoll_wait(ep, &ev, 1, 10000) != 1)
 			die("epoll_wait");
+		if (blocking && fcntl(s, F_SETFL, fcntl(s, F_GETFL) & ~O_NONBLOCK) < 0)
+			die("F_SETFL");
 		char b[8];
 		struct ringsock_stats before = now();
-		ssize_t n = read(s, b, sizeof(b));
+		ssize_t n = blocking ? recv(s, b, 3, MSG_WAITALL) : read(s, b, sizeof(b));
 		struct ringsock_stats after = now();
+		if (blocking && fcntl(s, F_SETFL, fcntl(s, F_GETFL) | O_NONBLOCK) < 0)
+			die("F_SETFL");
 		if (n != 3)
 			die("read");
 		const char *from = after.direct > before.direct       ? "kernel"
 				   : after.calls_nosys > before.calls_nosys ? "engine"
-									    : "?";
-		printf("read %d: %s, accelerated %llu\n", i + 1, from,
-		       (unsigned long long)after.sockets_accelerated);
+									    : "passthrough";
+		printf("read %d: %s, accelerated %llu%s\n", i + 1, from,
+		       (unsigned long long)after.sockets_accelerated, blocking ? ", blocking" : "");
 		if (send(s, "ans", 3, 0) != 3)
 			die("send");
 	}

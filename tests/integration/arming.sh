@@ -3,7 +3,7 @@
 # first ARM_AFTER reads go to the kernel, the ones after are answered from
 # the engine's queue; with ARM_AFTER=0, every read is the engine's.
 . "$(dirname "$0")/lib.sh"
-run() { env "$@" LD_PRELOAD="$RS_LIB" "$RS_ARMING" 8; }
+run() { env "$@" LD_PRELOAD="$RS_LIB" "$RS_ARMING" ${ROUNDS:-8} ${ROUNDS:+toggle}; }
 line() { echo "$1" | grep "^$2" | head -1; }
 
 out=$(run)
@@ -26,5 +26,23 @@ check "ARM_AFTER=0: client served" test "$(line "$out" client)" = "client ok"
 check "ARM_AFTER=0: served by the engine from epoll_ctl on" test "$(line "$out" registered)" = "registered: accelerated 1"
 for i in 1 8; do
 	check "ARM_AFTER=0: read $i from the engine's queue" test "$(line "$out" "read $i:")" = "read $i: engine, accelerated 1"
+done
+# A program that clears O_NONBLOCK for a blocking read and sets it again
+# keeps the engine: reads 7-12 are blocking, each between two F_SETFLs.
+out=$(ROUNDS=12 run)
+check "toggle: client served" test "$(line "$out" client)" = "client ok"
+check "toggle: read 6 from the engine's queue" test "$(line "$out" "read 6:")" = "read 6: engine, accelerated 1"
+for i in 7 12; do
+	check "toggle: blocking read $i from the engine's queue" \
+		test "$(line "$out" "read $i:")" = "read $i: engine, accelerated 1, blocking"
+done
+# With RINGSOCK_BLOCKING=kernel a blocking socket is the kernel's: the
+# first toggle hands it over for good, and the reads after are the kernel's.
+out=$(ROUNDS=12 run RINGSOCK_BLOCKING=kernel)
+check "toggle, BLOCKING=kernel: client served" test "$(line "$out" client)" = "client ok"
+check "toggle, BLOCKING=kernel: read 6 from the engine's queue" test "$(line "$out" "read 6:")" = "read 6: engine, accelerated 1"
+for i in 7 12; do
+	check "toggle, BLOCKING=kernel: blocking read $i passed through" \
+		test "$(line "$out" "read $i:")" = "read $i: passthrough, accelerated 1, blocking"
 done
 finish
