@@ -16,6 +16,29 @@ static atomic_int engine_fds[RS_MAX_ENGINE_FDS]; /* fd + 1, 0 = free */
 atomic_int rs_fdguard_lowest = INT_MAX;           /* lowest engine fd, for the fast check */
 static int *owners[RS_MAX_ENGINE_FDS];             /* where the engine keeps it */
 
+/* The same set by number, for the check every descriptor call makes once
+ * engine fds sit among the program's (more of them than fit above the
+ * high base).  Numbers past it are looked up in the slots.  (128 KiB of
+ * zeroes: only the pages that hold a set bit are ever touched.) */
+#define BITS (1 << 20)
+#define WORD (8 * sizeof(unsigned long))
+static _Atomic unsigned long bits[BITS / WORD];
+
+static void mark(int fd, int on)
+{
+	if (fd < 0 || fd >= BITS)
+		return;
+	unsigned long m = 1UL << (fd % WORD);
+	if (on)
+		atomic_fetch_or(&bits[fd / WORD], m);
+	else
+		atomic_fetch_and(&bits[fd / WORD], ~m);
+}
+
+/* How many engine fds fit at the top, below RLIMIT_NOFILE; the rest take
+ * the lowest free numbers. */
+#define HIGH_ROOM 64
+
 static int high_base(void)
 {
 	struct rlimit rl;
@@ -23,7 +46,7 @@ static int high_base(void)
 		return 1000;
 	long cur = rl.rlim_cur > (1u << 20) ? (1 << 20) : (long)rl.rlim_cur;
 	if (cur >= 256)
-		return (int)(cur - RS_MAX_ENGINE_FDS);
+		return (int)(cur - HIGH_ROOM);
 	return (int)(cur / 2);
 }
 
@@ -59,6 +82,7 @@ int rs_fdguard_adopt(int fd, int *owner)
 	for (int i = 0; i < RS_MAX_ENGINE_FDS; i++) {
 		int expect = 0;
 		if (atomic_compare_exchange_strong(&engine_fds[i], &expect, nfd + 1)) {
+			mark(nfd, 1);
 			__atomic_store_n(&owners[i], owner, __ATOMIC_RELEASE);
 			__atomic_store_n(owner, nfd, __ATOMIC_RELEASE);
 			update_lowest();
@@ -74,6 +98,8 @@ int rs_fdguard_is_engine_slow(int fd)
 {
 	if (fd < 0)
 		return 0;
+	if (fd < BITS)
+		return (atomic_load_explicit(&bits[fd / WORD], memory_order_relaxed) >> (fd % WORD)) & 1;
 	for (int i = 0; i < RS_MAX_ENGINE_FDS; i++)
 		if (atomic_load_explicit(&engine_fds[i], memory_order_relaxed) == fd + 1)
 			return 1;
@@ -88,6 +114,7 @@ void rs_fdguard_release(int fd)
 		/* forget the owner before the slot is free: another thread may
 		 * take the slot at once and record its own */
 		__atomic_store_n(&owners[i], NULL, __ATOMIC_RELEASE);
+		mark(fd, 0);
 		atomic_store(&engine_fds[i], 0);
 		break;
 	}
@@ -106,7 +133,9 @@ int rs_fdguard_evict(int fd)
 			return nfd;
 		/* The engine keeps using the slot's new number; the old one is
 		 * about to become the application's. */
+		mark(nfd, 1);
 		atomic_store(&engine_fds[i], nfd + 1);
+		mark(fd, 0);
 		int *o = __atomic_load_n(&owners[i], __ATOMIC_ACQUIRE);
 		if (o)
 			__atomic_store_n(o, nfd, __ATOMIC_RELEASE);
@@ -119,6 +148,18 @@ int rs_fdguard_evict(int fd)
 	return 0;
 }
 
+/* Ascending, in place (no malloc: a vfork child's close_range lists them). */
+static void sort_numbers(int *v, int n)
+{
+	for (int gap = n / 2; gap > 0; gap /= 2)
+		for (int i = gap; i < n; i++)
+			for (int j = i; j >= gap && v[j - gap] > v[j]; j -= gap) {
+				int t = v[j];
+				v[j] = v[j - gap];
+				v[j - gap] = t;
+			}
+}
+
 int rs_fdguard_list(int *out, int max)
 {
 	int n = 0;
@@ -126,12 +167,8 @@ int rs_fdguard_list(int *out, int max)
 		int v = atomic_load(&engine_fds[i]);
 		if (!v)
 			continue;
-		int j = n++;
-		while (j > 0 && out[j - 1] > v - 1) { /* insertion sort, few entries */
-			out[j] = out[j - 1];
-			j--;
-		}
-		out[j] = v - 1;
+		out[n++] = v - 1;
 	}
+	sort_numbers(out, n);
 	return n;
 }

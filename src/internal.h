@@ -158,7 +158,9 @@ size_t rs_fdtab_live(void);
  * in *owner (and again whenever it has to move) and returns it, or -errno.
  * The application cannot close or dup2 over it. */
 int rs_fdguard_adopt(int fd, int *owner);
-#define RS_MAX_ENGINE_FDS 64
+/* Two per thread that uses sockets (its ring, its wake-up eventfd), the
+ * drain's, the stats file: a thread-per-connection server has hundreds. */
+#define RS_MAX_ENGINE_FDS 4096
 extern atomic_int rs_fdguard_lowest; /* INT_MAX when the engine has none */
 int rs_fdguard_is_engine_slow(int fd);
 /* Is fd one of the engine's?  One load when it is below them all. */

@@ -66,12 +66,36 @@ static void test_evict(void **state)
 	rs_fdguard_release(where);
 }
 
+/* More than fit at the top (a thread-per-connection server's rings):
+ * every one is still the engine's, and listed in order. */
+static void test_many(void **state)
+{
+	(void)state;
+	enum { N = 300 };
+	static int w[N], got[RS_MAX_ENGINE_FDS];
+	for (int i = 0; i < N; i++)
+		assert_true(rs_fdguard_adopt(open("/dev/null", O_RDONLY), &w[i]) >= 0);
+	for (int i = 0; i < N; i++)
+		assert_true(rs_fdguard_is_engine(w[i]));
+	assert_false(rs_fdguard_is_engine(0));
+	int n = rs_fdguard_list(got, RS_MAX_ENGINE_FDS);
+	assert_int_equal(n, N);
+	for (int i = 1; i < n; i++)
+		assert_true(got[i - 1] < got[i]);
+	for (int i = 0; i < N; i++)
+		rs_fdguard_release(w[i]);
+	assert_int_equal(rs_fdguard_list(got, RS_MAX_ENGINE_FDS), 0);
+	for (int i = 0; i < N; i++)
+		assert_false(rs_fdguard_is_engine(w[i]));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_adopt_and_release),
 		cmocka_unit_test(test_list_sorted),
 		cmocka_unit_test(test_evict),
+		cmocka_unit_test(test_many),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
