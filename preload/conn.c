@@ -11,8 +11,11 @@ RS_EXPORT int listen(int fd, int backlog)
 {
 	struct rs_sock *s = rs_enter_fd(fd, RINGSOCK_FAM_CONN);
 	int r = REAL(listen)(fd, backlog);
-	if (s && r == 0)
+	if (s && r == 0) {
 		s->conn_state = RS_CONN_LISTEN;
+		if (s->type == SOCK_STREAM && rs_ready())
+			rs_sock_listening(fd);
+	}
 	return r;
 }
 
@@ -51,6 +54,8 @@ RS_EXPORT int connect(int fd, RS_CSA addr, socklen_t len)
 	struct rs_sock *s = rs_enter_fd(fd, RINGSOCK_FAM_CONN);
 	if (rs_engine_sock(s) && s->type == SOCK_DGRAM)
 		rs_udp_before_connect(s, fd); /* datagrams queued for the old peer go first */
+	if (s && s->type == SOCK_STREAM && rs_ready())
+		rs_sock_connecting(RS_SA_PTR(addr), len);
 	int r = REAL(connect)(fd, addr, len);
 	if (s) {
 		int e = errno;

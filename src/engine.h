@@ -702,6 +702,13 @@ void rs_sock_before_kernel(struct rs_sock *s, int fd, int detach_reason);
  * urgent mark, which only the kernel keeps, so the socket leaves the
  * engine (passthrough urgent); what it holds is read first. */
 void rs_sock_urgent(struct rs_sock *s, int fd);
+/* Connections the process has with itself: listen() and connect() tell
+ * (a connect to the port of one of its own listeners).  While there are
+ * none (rs_self_connect 0), a read never looks for its peer among the
+ * thread's queued sends. */
+extern int rs_self_connect; /* [hint, set only] */
+void rs_sock_listening(int fd);
+void rs_sock_connecting(const struct sockaddr *to, socklen_t len);
 
 /* Whole calls for the preload layer: -errno, bytes, or RS_PASS when the
  * caller must make the ordinary call itself. */

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
+#include <netinet/in.h>
 
 #include "engine.h"
 #include "sys.h"
@@ -414,6 +415,58 @@ void rs_sock_before_kernel(struct rs_sock *s, int fd, int detach_reason)
 	else
 		e->ops->sync_tx(e);
 	rs_esock_unlock(e);
+}
+
+/* ---- connections with itself ---------------------------------------------
+ * The ports the process's TCP listeners are bound to; a connect to one
+ * sets rs_self_connect (any address: the listener may be bound to it).
+ * When the table is full the flag is set at once: looking costs a little,
+ * never looking would miss one. */
+#define SELF_PORTS 64
+static _Atomic uint16_t listen_ports[SELF_PORTS];
+int rs_self_connect;
+
+static uint16_t port_of(const struct sockaddr *a, socklen_t len)
+{
+	if (a->sa_family == AF_INET && len >= sizeof(struct sockaddr_in))
+		return ((const struct sockaddr_in *)a)->sin_port;
+	if (a->sa_family == AF_INET6 && len >= sizeof(struct sockaddr_in6))
+		return ((const struct sockaddr_in6 *)a)->sin6_port;
+	return 0;
+}
+
+void rs_sock_listening(int fd)
+{
+	struct sockaddr_storage ss;
+	socklen_t len = sizeof(ss);
+	if (rs_syscall(SYS_getsockname, fd, &ss, &len) < 0)
+		return;
+	uint16_t port = port_of((struct sockaddr *)&ss, len);
+	if (!port)
+		return;
+	for (int i = 0; i < SELF_PORTS; i++) {
+		uint16_t expect = 0;
+		if (atomic_load(&listen_ports[i]) == port ||
+		    atomic_compare_exchange_strong(&listen_ports[i], &expect, port))
+			return;
+	}
+	RS_STORE(rs_self_connect, 1);
+}
+
+void rs_sock_connecting(const struct sockaddr *to, socklen_t len)
+{
+	uint16_t port = to ? port_of(to, len) : 0;
+	if (!port || RS_LOAD(rs_self_connect))
+		return;
+	for (int i = 0; i < SELF_PORTS; i++) {
+		uint16_t p = atomic_load(&listen_ports[i]);
+		if (!p)
+			return;
+		if (p == port) {
+			RS_STORE(rs_self_connect, 1);
+			return;
+		}
+	}
 }
 
 void rs_sock_urgent(struct rs_sock *s, int fd)

@@ -10,6 +10,8 @@
 
 #include <sys/uio.h>
 
+#include <netinet/in.h>
+
 #include "engine.h"
 
 struct rs_rxseg { char *data; uint32_t len, off; int32_t bid; /* -1: heap, -2: RX cache */ };
@@ -68,6 +70,10 @@ struct rs_tcp {
 				   * have for queued bytes (tcp_send.c, tx_fits) */
 	uint32_t tx_mss;          /* TCP_MAXSEG when the credit was asked; 0:
 				   * ask again (options may have changed) */
+	/* The connection's two ends (getsockname, getpeername), asked the
+	 * first time a read of a process that talks to itself needs them
+	 * (tcp_recv.c, peer_sends_queued). */
+	struct sockaddr_in6 end_local, end_peer;
 	uint32_t inflight_segs;   /* segments covered by the send in flight */
 	uint32_t inflight_bytes;
 	uint32_t ops_inflight;    /* CQEs still expected (recv + send + cancel) */
@@ -103,6 +109,8 @@ struct rs_tcp {
 	uint8_t rxc_used;
 	uint8_t zc;               /* zero-copy sends: RS_TZC_* (decided once) */
 	uint8_t inflight_zc;      /* the send in flight is zero-copy */
+	uint8_t ends_known;       /* end_local/end_peer: 0 not asked, 1 known,
+				   * 2 the kernel would not say */
 	uint8_t tx_unsure;        /* the kernel cannot say how much room it has
 				   * (SO_MEMINFO refused, TCP_NOTSENT_LOWAT):
 				   * every send is the kernel's */

@@ -432,6 +432,43 @@ static size_t kernel_rest(struct rs_tcp *t, const struct iovec *iov, int iovcnt,
 	return k > 0 ? (size_t)k : 0;
 }
 
+/* ---- a connection the process has with itself --------------------------- */
+
+static int ends(struct rs_tcp *t)
+{
+	if (!t->ends_known) {
+		socklen_t l = sizeof(t->end_local), p = sizeof(t->end_peer);
+		memset(&t->end_local, 0, sizeof(t->end_local));
+		memset(&t->end_peer, 0, sizeof(t->end_peer));
+		t->ends_known = rs_syscall(SYS_getsockname, t->e.fd, &t->end_local, &l) == 0 &&
+					rs_syscall(SYS_getpeername, t->e.fd, &t->end_peer, &p) == 0
+				? 1
+				: 2;
+	}
+	return t->ends_known == 1;
+}
+
+/* Has this thread queued sends, not submitted yet, on the other end of
+ * t?  Without the library they would be in t's queue already (loopback
+ * delivers within the send), so a read of t must find them: the ring
+ * submits them and runs the receive first.  Only a process that connected
+ * to one of its own listeners looks (rs_self_connect); then each socket's
+ * ends are asked once. */
+static int peer_sends_queued(struct rs_ring *r, struct rs_tcp *t)
+{
+	if (!RS_LOAD(rs_self_connect) || !r->txq || !ends(t))
+		return 0;
+	for (struct rs_esock *q = r->txq; q; q = q->txq_next) {
+		if (q == &t->e || q->ops != &rs_tcp_ops)
+			continue;
+		struct rs_tcp *x = (struct rs_tcp *)q;
+		if (ends(x) && !memcmp(&x->end_local, &t->end_peer, sizeof(x->end_local)) &&
+		    !memcmp(&x->end_peer, &t->end_local, sizeof(x->end_peer)))
+			return 1;
+	}
+	return 0;
+}
+
 static int recv_ended_cond(void *arg)
 {
 	return !((struct rs_tcp *)arg)->e.recv_armed;
@@ -507,8 +544,9 @@ ssize_t rs_tcp_recv(struct rs_tcp *t, const struct iovec *iov, int iovcnt, int f
 		if (t->e.owner && t->e.owner == rs_ring_tls && rs_rxq_held(t) < want) {
 			if (t->e.recv_armed && t->rx_direct)
 				recv_end_wait(t);
-			else if ((flags & MSG_WAITALL || (will_block && rs_rxq_held(t))) && round == 0 &&
-				 rs_ring_has_work(t->e.owner))
+			else if (round == 0 && rs_ring_has_work(t->e.owner) &&
+				 (flags & MSG_WAITALL || (will_block && rs_rxq_held(t)) ||
+				  peer_sends_queued(t->e.owner, t)))
 				/* MSG_WAITALL, or a blocking read that would return
 				 * the engine's bytes: what is on its way (this
 				 * thread's sends, receives the kernel has run) comes
@@ -516,7 +554,8 @@ ssize_t rs_tcp_recv(struct rs_tcp *t, const struct iovec *iov, int iovcnt, int f
 				 * (With nothing held, the wait below sends and
 				 * receives in one system call; event loops'
 				 * nonblocking reads take what is held: their sends
-				 * stay batched.) */
+				 * stay batched, unless they are to this very
+				 * socket.) */
 				rs_ring_progress(t->e.owner);
 		}
 		size_t held = rs_rxq_held(t);

@@ -5,9 +5,12 @@
  * it, as the kernel's read does, even when the engine queued those sends
  * and already holds part of the input.  (Without the library each send
  * is in the peer's queue when it returns.)  Also MSG_WAITALL with the
- * rest on its way from this thread.
+ * rest on its way from this thread.  Then nonblocking reads (an event
+ * loop that talks to itself): with TCP_NODELAY each send is in the peer's
+ * queue when it returns, so a read after two sends finds both, each way.
  * ENGINE_MIN_ACCELERATED=2 */
 #include "../scn.h"
+#include <netinet/tcp.h>
 #include <poll.h>
 
 int main(void)
@@ -31,6 +34,19 @@ int main(void)
 		R("send 1000", send(c, big, sizeof(big), 0));
 		n = R("recv MSG_WAITALL 1010", recv(s, buf, 1010, MSG_WAITALL | MSG_DONTWAIT));
 		show("got", buf, n);
+	}
+	/* Nonblocking reads of what this thread sent, each way. */
+	int one = 1;
+	setsockopt(c, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	setsockopt(s, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	for (int round = 0; round < 12; round++) {
+		int from = round & 1 ? s : c, to = round & 1 ? c : s;
+		R("send 2", send(from, "ab", 2, 0));
+		struct pollfd q = { to, POLLIN, 0 };
+		R("poll", poll(&q, 1, 2000));
+		R("send 3", send(from, "cde", 3, 0));
+		long k = R("nonblocking recv 64", recv(to, buf, 64, MSG_DONTWAIT));
+		show("got", buf, k);
 	}
 	/* The reader shuts its input down: its reads go to the kernel from
 	 * now on (Linux still returns what is queued), while the engine's
