@@ -31,6 +31,10 @@ RS_EXPORT int close(int fd)
 	if (on) {
 		struct rs_sock *s = rs_fd_peek(fd);
 		rs_count_call(s != NULL, RINGSOCK_FAM_CLOSE);
+		/* A close is seen (an end of stream, a reset): what this thread
+		 * queued before it goes first. */
+		if (records_mine())
+			rs_flush_own_tx();
 		if (rs_engine_on)
 			rs_engine_before_close(s, fd);
 		/* Forget first: a racing socket() that gets this number back

@@ -72,6 +72,7 @@ RS_EXPORT int shutdown(int fd, int how)
 {
 	struct rs_sock *s = rs_enter_fd(fd, RINGSOCK_FAM_CONN);
 	if (rs_engine_sock(s)) {
+		rs_flush_own_tx(); /* (what the thread queued before goes first) */
 		struct rs_esock *t = rs_esock_enter(s, fd, 0);
 		if (t) {
 			int r = rs_esock_passive(t) ? (int)RS_PASS : t->ops->shutdown(t, how);

@@ -219,9 +219,11 @@ static inline ssize_t rs_engine_recv(struct rs_sock *s, int fd, const struct iov
 static inline ssize_t rs_engine_send(struct rs_sock *s, int fd, const struct iovec *iov, int n, int flags,
 				     const void *name, socklen_t namelen)
 {
-	if (s->type == SOCK_DGRAM)
-		return rs_udp_send_call(s, fd, iov, n, flags, name, namelen);
-	return rs_tcp_send_call(s, fd, iov, n, flags);
+	ssize_t r = s->type == SOCK_DGRAM ? rs_udp_send_call(s, fd, iov, n, flags, name, namelen)
+					  : rs_tcp_send_call(s, fd, iov, n, flags);
+	if (r == RS_PASS)
+		rs_flush_own_tx(); /* (the kernel's send next: what was queued goes first) */
+	return r;
 }
 
 /* After the kernel's send on a datagram socket of the engine (errno as

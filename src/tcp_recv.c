@@ -459,7 +459,7 @@ static int peer_sends_queued(struct rs_ring *r, struct rs_tcp *t)
 	if (!RS_LOAD(rs_self_connect) || !r->txq || !ends(t))
 		return 0;
 	for (struct rs_esock *q = r->txq; q; q = q->txq_next) {
-		if (q == &t->e || q->ops != &rs_tcp_ops)
+		if (q == &t->e || q->ops != t->e.ops) /* (TCP: the same kind) */
 			continue;
 		struct rs_tcp *x = (struct rs_tcp *)q;
 		if (ends(x) && !memcmp(&x->end_local, &t->end_peer, sizeof(x->end_local)) &&

@@ -227,6 +227,16 @@ static int take_send_error(struct rs_tcp *t)
 
 /* A send on a socket leaving the engine: after what the owner still has,
  * the kernel's. */
+/* A send that goes to the kernel now: what the thread queued before it
+ * on its other sockets reaches the kernel first, in the order the program
+ * made them (a peer may watch several connections). */
+static void others_first(struct rs_tcp *t)
+{
+	struct rs_ring *r = t->e.owner;
+	if (r && r == rs_ring_tls && RS_LOAD(r->txq))
+		rs_ring_progress(r);
+}
+
 static ssize_t send_leaving(struct rs_tcp *t, const struct iovec *iov, int iovcnt, int flags)
 {
 	if (t->tx_err || t->rx_err)
@@ -238,6 +248,7 @@ static ssize_t send_leaving(struct rs_tcp *t, const struct iovec *iov, int iovcn
 		if (t->tx_cnt || t->send_inflight || t->e.drain)
 			return -EAGAIN;
 	}
+	others_first(t);
 	struct msghdr m = { .msg_iov = (struct iovec *)iov, .msg_iovlen = (size_t)iovcnt };
 	return rs_syscall(SYS_sendmsg, t->e.fd, &m, flags | MSG_DONTWAIT);
 }
@@ -356,6 +367,7 @@ static void tx_charge(struct rs_tcp *t, size_t n)
 static ssize_t send_direct(struct rs_tcp *t, const struct iovec *iov, int iovcnt, size_t total, int flags)
 {
 	t->sent = 1;
+	others_first(t);
 	struct msghdr m = { .msg_iov = (struct iovec *)iov, .msg_iovlen = (size_t)iovcnt };
 	long k = rs_syscall(SYS_sendmsg, t->e.fd, &m, flags | MSG_DONTWAIT | MSG_NOSIGNAL);
 	if (k == -EPIPE || k == -ECONNRESET) {
@@ -447,6 +459,7 @@ ssize_t rs_tcp_send(struct rs_tcp *t, const struct iovec *iov, int iovcnt, int f
 	if (t->shut_wr || t->epipe_pending) {
 		/* The send fails; the kernel says how: EPIPE, or a reset it
 		 * holds (ECONNRESET after SHUT_WR). */
+		others_first(t);
 		struct msghdr m = { .msg_iov = (struct iovec *)iov, .msg_iovlen = (size_t)iovcnt };
 		long k = rs_syscall(SYS_sendmsg, t->e.fd, &m, flags | MSG_DONTWAIT | MSG_NOSIGNAL);
 		return k >= 0 ? k : send_error((int)-k, flags);
