@@ -1,6 +1,8 @@
 /* sendrecv.c - send*, recv*, sendfile, splice. */
 #include "preload.h"
 
+#include <sys/ioctl.h>
+
 /* Engine sockets passed in SCM_RIGHTS go back to the kernel path first:
  * the receiving process reads the kernel socket. */
 static void passing_fds(const struct msghdr *msg)
@@ -215,15 +217,105 @@ RS_EXPORT ssize_t sendfile64(int out_fd, int in_fd, off64_t *off, size_t n)
 }
 #endif
 
+/* Bytes the engine holds for a socket (it has left the engine: no more
+ * come). */
+static size_t held_bytes(struct rs_sock *s, int fd)
+{
+	struct rs_esock *t = rs_esock_enter(s, fd, 0);
+	if (!t)
+		return 0;
+	size_t n = rs_esock_passive(t) ? 0 : t->ops->held(t);
+	rs_esock_unlock(t);
+	return n;
+}
+
+/* Write to a pipe without waiting: through the program's description if
+ * it is nonblocking, else through a new one (open of /proc/self/fd/N), so
+ * the program's own O_NONBLOCK is never changed under it. */
+static long pipe_write_nb(int fd, const void *buf, size_t n)
+{
+	long fl = rs_syscall(SYS_fcntl, fd, F_GETFL, 0);
+	if (fl < 0)
+		return fl;
+	if (fl & O_NONBLOCK)
+		return rs_syscall(SYS_write, fd, buf, n);
+	char path[32];
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	long w = rs_syscall(SYS_openat, AT_FDCWD, path, O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+	if (w < 0)
+		return w;
+	long r = rs_syscall(SYS_write, (int)w, buf, n);
+	rs_sys_close((int)w);
+	return r;
+}
+
+/* splice from an engine socket that still holds bytes it read ahead (it
+ * has just left the engine): those come first, into the pipe, as splice
+ * would have moved them from the kernel's queue: up to len, as much as
+ * the pipe has room for (waiting for room unless SPLICE_F_NONBLOCK or the
+ * pipe is nonblocking), then the kernel's queue if it has bytes too, as
+ * one splice would have taken both.  RS_PASS when nothing is held. */
+static ssize_t splice_held(struct rs_sock *s, int fd_in, int fd_out, size_t len, unsigned flags)
+{
+	size_t held = held_bytes(s, fd_in);
+	if (!held || !len)
+		return RS_PASS;
+	char buf[16384];
+	size_t want = len < held ? len : held;
+	if (want > sizeof(buf))
+		want = sizeof(buf);
+	struct iovec v = { buf, want };
+	ssize_t n = rs_engine_recv(s, fd_in, &v, 1, MSG_PEEK | MSG_DONTWAIT, NULL);
+	if (n <= 0)
+		return n == 0 ? RS_PASS : n;
+	long w;
+	for (;;) {
+		w = pipe_write_nb(fd_out, buf, (size_t)n);
+		if (w != -EAGAIN || (flags & SPLICE_F_NONBLOCK) ||
+		    (rs_syscall(SYS_fcntl, fd_out, F_GETFL, 0) & O_NONBLOCK))
+			break;
+		struct pollfd p = { fd_out, POLLOUT, 0 };
+		long pr = rs_syscall(SYS_ppoll, &p, 1, NULL, NULL, 0);
+		if (pr < 0)
+			return pr; /* (EINTR: nothing moved) */
+	}
+	if (w <= 0)
+		return w;
+	/* what went into the pipe is taken (from the held bytes: w <= held) */
+	v.iov_len = (size_t)w;
+	if (rs_engine_recv(s, fd_in, &v, 1, MSG_DONTWAIT, NULL) != w)
+		rs_warn("splice: fd %d: the held bytes changed under the call", fd_in);
+	if ((size_t)w == held && (size_t)w < len) {
+		/* all held went: the kernel's queue next, without waiting */
+		int k = 0;
+		if (rs_syscall(SYS_ioctl, fd_in, FIONREAD, &k) == 0 && k > 0) {
+			long more = rs_syscall(SYS_splice, fd_in, NULL, fd_out, NULL, len - (size_t)w,
+					       flags | SPLICE_F_NONBLOCK);
+			if (more > 0)
+				w += more;
+		}
+	}
+	return w;
+}
+
 RS_EXPORT ssize_t splice(int fd_in, RS_OFF64 *off_in, int fd_out, RS_OFF64 *off_out, size_t len,
 			 unsigned int flags)
 {
 	struct rs_sock *in = rs_enter_fd(fd_in, RINGSOCK_FAM_SENDRECV);
 	struct rs_sock *out = rs_ready() && !rs_rt.passthrough ? rs_fd_peek(fd_out) : NULL;
-	if (rs_engine_sock(in))
-		rs_sock_before_kernel(in, fd_in, RINGSOCK_PT_OPTION); /* held data first */
 	if (rs_engine_sock(out))
 		rs_sock_before_kernel(out, fd_out, -1);
+	if (rs_engine_sock(in)) {
+		/* The kernel's from now on (splice reads its queue); what the
+		 * engine read ahead goes into the pipe first. */
+		rs_sock_before_kernel(in, fd_in, RINGSOCK_PT_OPTION);
+		rs_sock_passthrough(in, RINGSOCK_PT_OPTION);
+		ssize_t h = off_in ? (ssize_t)RS_PASS : splice_held(in, fd_in, fd_out, len, flags);
+		if (h != RS_PASS) {
+			rs_count_bytes(in, RS_C_BYTES_RECEIVED, h);
+			return rs_ret(h);
+		}
+	}
 	ssize_t r = REAL(splice)(fd_in, off_in, fd_out, off_out, len, flags);
 	rs_count_bytes(in, RS_C_BYTES_RECEIVED, r);
 	rs_count_bytes(out, RS_C_BYTES_SENT, r);
