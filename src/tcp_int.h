@@ -66,10 +66,11 @@ struct rs_tcp {
 	uint32_t tx_cap, tx_head, tx_cnt;
 	uint32_t tx_bytes;        /* accepted, not yet completed */
 	uint32_t tx_limit;
-	uint32_t tx_credit;       /* send-buffer memory the kernel is sure to
-				   * have for queued bytes (tcp_send.c, tx_fits) */
-	uint32_t tx_mss;          /* TCP_MAXSEG when the credit was asked; 0:
+	uint32_t tx_room;         /* sk_sndbuf less sk_wmem_queued when last
+				   * asked (tcp_send.c, tx_fits), bytes */
+	uint32_t tx_mss;          /* TCP_MAXSEG when the room was asked; 0:
 				   * ask again (options may have changed) */
+	uint64_t tx_acc;          /* bytes accepted since, queued or sent */
 	/* The connection's two ends (getsockname, getpeername), asked the
 	 * first time a read of a process that talks to itself needs them
 	 * (tcp_recv.c, peer_sends_queued). */

@@ -281,18 +281,20 @@ static int send_to_kernel(struct rs_tcp *t, size_t total)
 /* ---- room in the kernel's send buffer ----------------------------------
  * tcp_sendmsg takes more bytes while the memory the socket's send queue
  * charges (sk_wmem_queued: the payload, plus each skb's head) is below
- * sk_sndbuf; SO_MEMINFO says both.  The credit is that room less the cost
- * of what is queued, and every send queued or made since takes its cost:
- * its bytes plus an skb head per MSS or part (each skb holds at least an
- * MSS).  Only the peer's acknowledgements give room back (or a larger
- * buffer), so the credit never claims more room than there is.  A send
- * beyond it asks again; one syscall per credit's worth of sends. */
+ * sk_sndbuf; SO_MEMINFO says both.  tx_room is that room when it was
+ * asked; tx_acc counts the bytes the engine has accepted since (queued or
+ * sent straight), starting from what was queued and not yet the kernel's.
+ * They cost their bytes plus an skb head per MSS or part of them, taken
+ * together (the kernel appends small sends to the last skb; each skb
+ * holds at least an MSS).  Only the peer's acknowledgements give room
+ * back (or a larger buffer), so the estimate never claims more room than
+ * there is.  A send beyond it asks again: one system call per room's
+ * worth of sends. */
 #define RS_SKB_HEAD 2048 /* an skb head's truesize: 832 bytes on 6.x x86-64 */
 
-static uint32_t tx_cost(const struct rs_tcp *t, size_t n)
+static uint64_t tx_cost(const struct rs_tcp *t, uint64_t n)
 {
-	uint64_t c = n + (uint64_t)RS_SKB_HEAD * (n / t->tx_mss + 1);
-	return c > UINT32_MAX ? UINT32_MAX : (uint32_t)c;
+	return n + (uint64_t)RS_SKB_HEAD * (n / t->tx_mss + 1);
 }
 
 /* net.ipv4.tcp_notsent_lowat; UINT32_MAX (the default) when unreadable. */
@@ -319,7 +321,8 @@ static uint32_t notsent_lowat_sysctl(void)
 
 static void tx_refresh(struct rs_tcp *t)
 {
-	t->tx_credit = 0;
+	t->tx_room = 0;
+	t->tx_acc = t->tx_bytes;
 	socklen_t il = sizeof(int);
 	if (!t->tx_mss) {
 		/* TCP_NOTSENT_LOWAT (the socket's, else the sysctl's) also
@@ -342,8 +345,8 @@ static void tx_refresh(struct rs_tcp *t)
 		t->tx_unsure = 1;
 		return;
 	}
-	int64_t room = (int64_t)m[SK_MEMINFO_SNDBUF] - m[SK_MEMINFO_WMEM_QUEUED] - tx_cost(t, t->tx_bytes);
-	t->tx_credit = room <= 0 ? 0 : room > UINT32_MAX ? UINT32_MAX : (uint32_t)room;
+	int64_t room = (int64_t)m[SK_MEMINFO_SNDBUF] - m[SK_MEMINFO_WMEM_QUEUED];
+	t->tx_room = room <= 0 ? 0 : (uint32_t)room;
 }
 
 /* Will the kernel's buffer take n more bytes after what is queued? */
@@ -351,17 +354,14 @@ static int tx_fits(struct rs_tcp *t, size_t n)
 {
 	if (t->tx_unsure)
 		return 0;
-	if (!t->tx_mss || tx_cost(t, n) > t->tx_credit)
+	if (!t->tx_mss || tx_cost(t, t->tx_acc + n) > t->tx_room)
 		tx_refresh(t);
-	return !t->tx_unsure && tx_cost(t, n) <= t->tx_credit;
+	return !t->tx_unsure && tx_cost(t, t->tx_acc + n) <= t->tx_room;
 }
 
 static void tx_charge(struct rs_tcp *t, size_t n)
 {
-	if (t->tx_credit) {
-		uint32_t c = tx_cost(t, n);
-		t->tx_credit = c < t->tx_credit ? t->tx_credit - c : 0;
-	}
+	t->tx_acc += n;
 }
 
 static ssize_t send_direct(struct rs_tcp *t, const struct iovec *iov, int iovcnt, size_t total, int flags)
@@ -722,8 +722,7 @@ void rs_tcp_tx_submit_now(struct rs_tcp *t)
 void rs_tcp_sync_tx(struct rs_tcp *t)
 {
 	/* (the call may change the socket's options or send: ask again) */
-	t->tx_credit = 0;
-	t->tx_mss = 0;
+	t->tx_mss = 0; /* (tx_fits asks again) */
 	rs_tcp_tx_submit_now(t);
 	if (t->e.drain) {
 		rs_drain_wait(t->e.drain, -1);
