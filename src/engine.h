@@ -307,6 +307,9 @@ struct rs_ring {
 				 * ring are then sliced to 10 ms [lock; hint] */
 	uint8_t tr_empty;       /* enters in a row that found nothing so [lock] */
 	unsigned sq_sends;      /* send SQEs not yet submitted (one CQE each) [lock] */
+	unsigned sq_recvs;      /* receive SQEs not yet submitted: a wait
+				 * submits them before it looks at readiness
+				 * (ep.c engine_round) [lock] */
 	unsigned nrecv;         /* owned sockets with a multishot receive [lock] */
 	int drain_ended;        /* a drain job ended: look at the list [lock] */
 	unsigned nr_tx_sqes;    /* sends prepared since the last submit [lock] */

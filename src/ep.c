@@ -331,7 +331,19 @@ static int engine_round(struct rs_ep *ep, int epfd, struct rs_ring *r, struct ep
 		/* completions only: what the program queued goes out with the
 		 * sleep, or before returning */
 		rs_ring_poll_arm(r, RS_POLL_EP, epfd, ep);
-		entered = rs_ring_catch_up(r);
+		if (r->sq_recvs) {
+			/* A receive not yet submitted (a socket armed since,
+			 * when an epoll set registered it, or taking its input
+			 * back from the kernel) has not looked at the kernel's
+			 * queue: until it runs the engine would report no
+			 * input the kernel holds, and an edge reported now
+			 * (the registration's first) would lack it.  It runs
+			 * inline at submission when the kernel has data. */
+			rs_ring_progress(r);
+			entered = 1;
+		} else {
+			entered = rs_ring_catch_up(r);
+		}
 	} else {
 		rs_ring_progress(r);
 		/* Submitted with the next call's progress; from then on a call

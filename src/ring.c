@@ -198,6 +198,7 @@ static int ring_enter(struct rs_ring *r, unsigned wait_nr, struct __kernel_times
 	if (rs_unlikely(IO_URING_READ_ONCE(*r->ring.sq.kflags) & IORING_SQ_CQ_OVERFLOW))
 		rs_stat_add(RS_C_CQ_BACKLOGS, 1); /* (this enter flushes it) */
 	r->sq_sends = 0; /* whatever is in the SQ goes now */
+	r->sq_recvs = 0;
 	if (wait_nr == 0)
 		e = io_uring_submit_and_get_events(&r->ring);
 	else
@@ -625,6 +626,7 @@ int rs_ring_sleep(struct rs_ring *r, int timeout_ms, const sigset_t *ss)
 	unsigned sends = r->sq_sends;
 	unsigned want = io_uring_cq_ready(&r->ring) + sends + 1;
 	r->sq_sends = 0;
+	r->sq_recvs = 0;
 	int capped = 0;
 	if (sends && (timeout_ms < 0 || timeout_ms > RS_SLEEP_CAP_MS)) {
 		timeout_ms = RS_SLEEP_CAP_MS;

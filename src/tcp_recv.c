@@ -67,6 +67,7 @@ void rs_tcp_submit_recv(struct rs_ring *r, struct rs_tcp *t)
 	}
 	t->e.recv_armed = 1;
 	r->nrecv++;
+	r->sq_recvs++;
 	t->recv_cancel = 0;
 	t->ops_inflight++;
 	if (rs_fault(RS_FAULT_CANCEL))

@@ -123,6 +123,7 @@ static void submit_recv(struct rs_ring *r, struct rs_esock *e)
 	io_uring_sqe_set_data64(sqe, RS_UD(u, RS_UD_RECV));
 	e->recv_armed = 1;
 	r->nrecv++;
+	r->sq_recvs++;
 	u->recv_cancel = 0;
 	u->ops_inflight++;
 	if (rs_fault(RS_FAULT_CANCEL))
