@@ -215,8 +215,15 @@ static int collect(struct rs_ep *ep, struct rs_ring *r, struct epoll_event *evs,
 			continue;
 		}
 		struct rs_esock *t = g->s ? atomic_load(&g->s->eng) : NULL;
-		if (!t)
+		if (!t) {
+			/* Never armed: the kernel reports it (its registration
+			 * is the whole one) and has its own edge for a new or
+			 * changed registration.  Ours is dropped, or arming
+			 * later would report its state a second time (after a
+			 * reset the kernel reported: IN|HUP again). */
+			g->edge = 0;
 			continue;
+		}
 		struct rs_ring *o = rs_esock_owner(t);
 		int mode = rs_esock_mode(t);
 		if (o && o != r && mode == RS_ES_ARMED) {

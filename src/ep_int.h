@@ -65,7 +65,7 @@ int rs_epr_kernel_input(struct rs_epreg *g); /* the kernel reports its input */
 uint32_t rs_epr_kernel_events(struct rs_epreg *g);
 long rs_epr_real_ctl(int epfd, int op, int fd, uint32_t events, uint64_t data);
 long rs_epr_ctl(struct rs_epreg *g, int op, uint32_t events); /* ADD/MOD, cookie as data */
-void rs_epr_sync(struct rs_epreg *g);  /* the kernel watches what it should */
+int rs_epr_sync(struct rs_epreg *g);  /* the kernel watches what it should (1: MOD) */
 int rs_epr_engine_mode(struct rs_sock *s); /* armed on the engine */
 void rs_epr_ring_in(struct rs_ep *ep, struct rs_ring *r); /* r's eventfd wakes ep's waits */
 

@@ -259,18 +259,21 @@ long rs_epr_ctl(struct rs_epreg *g, int op, uint32_t events)
 
 /* Make the kernel watch what rs_epr_kernel_events says, unless it watches that
  * already, or that plus EPOLLOUT edges (harmless: an engine socket's
- * EPOLLOUT from the kernel only says its buffer has room). */
-void rs_epr_sync(struct rs_epreg *g)
+ * EPOLLOUT from the kernel only says its buffer has room).  1: the kernel
+ * was told to watch less or other events (EPOLL_CTL_MOD), and an edge it
+ * had queued and not reported yet may be gone with them. */
+int rs_epr_sync(struct rs_epreg *g)
 {
 	uint32_t want = rs_epr_kernel_events(g);
 	if (g->kev == want)
-		return;
+		return 0;
 	if ((g->kev & EPOLLET) && (g->kev & EPOLLOUT) && !(want & EPOLLOUT) && g->engine &&
 	    (g->kev & ~(uint32_t)EPOLLOUT) == want) {
 		g->kout = 1;
-		return;
+		return 0;
 	}
 	rs_epr_ctl(g, EPOLL_CTL_MOD, want);
+	return 1;
 }
 
 int rs_epr_engine_mode(struct rs_sock *s)
@@ -295,15 +298,30 @@ void rs_ep_sock_changed(struct rs_esock *e)
 	sock_look(e, 1);
 }
 
+/* The socket's readiness is the engine's from now on.  Each set looks at
+ * it again, and an edge-triggered registration gets an edge: the kernel
+ * watches less now (its input, its room) or its reports are read another
+ * way (an OUT edge is the engine's), so an edge it had queued and not
+ * reported yet is gone, and the engine's report stands for it.  Not
+ * where the kernel goes on watching and reporting the socket's input
+ * exactly as before (on probation, shut down for reading): its edges go
+ * on, and arming is no event of the socket's (an edge here reported
+ * again what the kernel had: after a reset it took, IN|HUP a second
+ * time). */
 void rs_ep_sock_armed(struct rs_esock *e)
 {
 	rs_mutex_lock(&rs_ep_ctl_lock);
 	for (struct rs_epreg *g = e->sock->regs; g; g = g->sock_next) {
 		g->engine = 1;
-		rs_epr_sync(g);
+		int moved = rs_epr_sync(g);
+		int same = !moved && rs_epr_kernel_input(g) && g->kev == rs_epr_kernel_events(g);
+		rs_mutex_lock(&g->ep->lock);
+		if (!same)
+			g->edge = 1;
+		rs_epr_ready_push(g->ep, g);
+		rs_mutex_unlock(&g->ep->lock);
 	}
 	rs_mutex_unlock(&rs_ep_ctl_lock);
-	rs_ep_sock_changed(e);
 }
 
 void rs_ep_sock_rx_direct(struct rs_esock *e)
