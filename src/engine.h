@@ -785,6 +785,7 @@ ssize_t rs_with_done(size_t done, ssize_t r);
  * (epreg.c takes its own locks below it). */
 struct rs_epreg;
 void rs_ep_sock_changed(struct rs_esock *e);  /* readiness may have changed */
+void rs_ep_sock_input(struct rs_esock *e);    /* input arrived, nothing else */
 void rs_ep_sock_armed(struct rs_esock *e);    /* registrations to engine mode */
 void rs_ep_sock_detached(struct rs_esock *e); /* ... and back to the kernel */
 void rs_ep_sock_rx_direct(struct rs_esock *e); /* who reports input changed */

@@ -282,11 +282,14 @@ int rs_epr_engine_mode(struct rs_sock *s)
 	return e && rs_esock_armed_on(e, NULL);
 }
 
-static void sock_look(struct rs_esock *e, int edge)
+/* Each set looks at the socket again; edge: an edge for the registrations
+ * whose events meet key (0: all), as the kernel's wake-up with that key
+ * makes one only for those (ERR and HUP are in every registration). */
+static void sock_look(struct rs_esock *e, int edge, uint32_t key)
 {
 	for (struct rs_epreg *g = e->sock->regs; g; g = g->sock_next) {
 		rs_mutex_lock(&g->ep->lock);
-		if (edge)
+		if (edge && (!key || (key & (g->events | EPOLLERR | EPOLLHUP))))
 			g->edge = 1;
 		rs_epr_ready_push(g->ep, g);
 		rs_mutex_unlock(&g->ep->lock);
@@ -295,7 +298,16 @@ static void sock_look(struct rs_esock *e, int edge)
 
 void rs_ep_sock_changed(struct rs_esock *e)
 {
-	sock_look(e, 1);
+	sock_look(e, 1, 0);
+}
+
+/* Input arrived (data, a datagram), nothing else changed: the kernel's
+ * sk_data_ready wakes its waiters with the input key, which makes no edge
+ * for a registration that watches only output (an EPOLLOUT|EPOLLET one
+ * got an OUT edge for every receive completion). */
+void rs_ep_sock_input(struct rs_esock *e)
+{
+	sock_look(e, 1, EPOLLIN | EPOLLPRI | EPOLLRDNORM | EPOLLRDBAND);
 }
 
 /* The socket's readiness is the engine's from now on.  Each set looks at
@@ -367,7 +379,7 @@ void rs_ep_sock_detached(struct rs_esock *e)
 	 * registration gets no new edge; one not yet reported stays.  What
 	 * the kernel has queued since the engine's receive stopped was never
 	 * reported, and the kernel reports it (EPOLL_CTL_MOD polls it). */
-	sock_look(e, 0);
+	sock_look(e, 0, 0);
 }
 
 /* Drop every registration of s; del: remove them from the kernel sets too,

@@ -190,6 +190,12 @@ static void complete(struct rs_ring *r, struct rs_esock *e, int op, struct io_ur
 	 * full.  (An edge for every send would wake an edge-triggered loop
 	 * once more per response.) */
 	int edge = op == RS_UD_RECV && c->res != -ECANCELED && c->res != -ENOBUFS;
+	/* Data: an input edge only (the kernel's sk_data_ready wakes with
+	 * the input key: no edge for an OUT-only registration), unless the
+	 * receive ended after a hang-up the kernel reported (readiness shows
+	 * the kernel's ERR/HUP once no receive of ours runs): an edge for
+	 * all. */
+	int input = op == RS_UD_RECV && c->res > 0 && ((c->flags & IORING_CQE_F_MORE) || !RS_LOAD(t->e.k_hup));
 	switch (op) {
 	case RS_UD_RECV:
 		rs_tcp_recv_done(r, t, c);
@@ -207,8 +213,12 @@ static void complete(struct rs_ring *r, struct rs_esock *e, int op, struct io_ur
 		break;
 	}
 	rs_tcpq_check(t);
-	if (edge && !t->e.closing)
-		rs_ep_sock_changed(&t->e);
+	if (edge && !t->e.closing) {
+		if (input)
+			rs_ep_sock_input(&t->e);
+		else
+			rs_ep_sock_changed(&t->e);
+	}
 	maybe_finish(r, t);
 }
 

@@ -873,8 +873,10 @@ static void complete(struct rs_ring *r, struct rs_esock *e, int op, struct io_ur
 {
 	struct rs_udp *u = udp_of(e);
 	int edge = 0;
+	int input = 0; /* a datagram: an input edge only (tcp.c) */
 	if (op == RS_UD_RECV) {
 		edge = recv_done(r, u, c);
+		input = c->res > 0;
 	} else if (op == RS_UD_CANCEL) {
 		u->ops_inflight--;
 	} else if (op == RS_UD_SEND) {
@@ -884,8 +886,12 @@ static void complete(struct rs_ring *r, struct rs_esock *e, int op, struct io_ur
 		if (u->tx_cnt && e->mode == RS_ES_ARMED && !e->closing)
 			rs_ring_txq_add(r, e);
 	}
-	if (edge && !e->closing)
-		rs_ep_sock_changed(e);
+	if (edge && !e->closing) {
+		if (input)
+			rs_ep_sock_input(e);
+		else
+			rs_ep_sock_changed(e);
+	}
 	maybe_finish(r, u);
 }
 
