@@ -54,11 +54,12 @@ RS_EXPORT int connect(int fd, RS_CSA addr, socklen_t len)
 	struct rs_sock *s = rs_enter_fd(fd, RINGSOCK_FAM_CONN);
 	if (rs_engine_sock(s) && s->type == SOCK_DGRAM)
 		rs_udp_before_connect(s, fd); /* datagrams queued for the old peer go first */
-	if (s && s->type == SOCK_STREAM && rs_ready())
-		rs_sock_connecting(RS_SA_PTR(addr), len);
+	int self = s && s->type == SOCK_STREAM && rs_ready() && rs_sock_to_self(RS_SA_PTR(addr), len);
 	int r = REAL(connect)(fd, addr, len);
 	if (s) {
 		int e = errno;
+		if (self && (r == 0 || e == EINPROGRESS))
+			rs_sock_connected_self(fd);
 		if (r == 0)
 			s->conn_state = RS_CONN_UP;
 		else if (e == EINPROGRESS || e == EALREADY)

@@ -705,13 +705,17 @@ void rs_sock_before_kernel(struct rs_sock *s, int fd, int detach_reason);
  * urgent mark, which only the kernel keeps, so the socket leaves the
  * engine (passthrough urgent); what it holds is read first. */
 void rs_sock_urgent(struct rs_sock *s, int fd);
-/* Connections the process has with itself: listen() and connect() tell
- * (a connect to the port of one of its own listeners).  While there are
- * none (rs_self_connect 0), a read never looks for its peer among the
- * thread's queued sends. */
+/* Connections the process has with itself: listen() and connect() tell.
+ * rs_sock_to_self: does a connect to this address reach one of the
+ * process's own listeners (by port)?  Then rs_sock_connected_self(fd)
+ * after it; rs_self_connect is set from then on, and rs_sock_self_peer
+ * says whether a socket's local or peer port is such a connection's (two
+ * system calls: ask once per socket). */
 extern int rs_self_connect; /* [hint, set only] */
 void rs_sock_listening(int fd);
-void rs_sock_connecting(const struct sockaddr *to, socklen_t len);
+int rs_sock_to_self(const struct sockaddr *to, socklen_t len);
+void rs_sock_connected_self(int fd);
+int rs_sock_self_peer(int fd);
 
 /* Whole calls for the preload layer: -errno, bytes, or RS_PASS when the
  * caller must make the ordinary call itself. */

@@ -10,8 +10,6 @@
 
 #include <sys/uio.h>
 
-#include <netinet/in.h>
-
 #include "engine.h"
 
 struct rs_rxseg { char *data; uint32_t len, off; int32_t bid; /* -1: heap, -2: RX cache */ };
@@ -71,10 +69,6 @@ struct rs_tcp {
 	uint32_t tx_mss;          /* TCP_MAXSEG when the room was asked; 0:
 				   * ask again (options may have changed) */
 	uint64_t tx_acc;          /* bytes accepted since, queued or sent */
-	/* The connection's two ends (getsockname, getpeername), asked the
-	 * first time a read of a process that talks to itself needs them
-	 * (tcp_recv.c, peer_sends_queued). */
-	struct sockaddr_in6 end_local, end_peer;
 	uint32_t inflight_segs;   /* segments covered by the send in flight */
 	uint32_t inflight_bytes;
 	uint32_t ops_inflight;    /* CQEs still expected (recv + send + cancel) */
@@ -110,8 +104,8 @@ struct rs_tcp {
 	uint8_t rxc_used;
 	uint8_t zc;               /* zero-copy sends: RS_TZC_* (decided once) */
 	uint8_t inflight_zc;      /* the send in flight is zero-copy */
-	uint8_t ends_known;       /* end_local/end_peer: 0 not asked, 1 known,
-				   * 2 the kernel would not say */
+	uint8_t self_peer;        /* 0 not asked; 1 the peer may be this very
+				   * process (rs_sock_self_peer); 2 not */
 	uint8_t tx_unsure;        /* the kernel cannot say how much room it has
 				   * (SO_MEMINFO refused, TCP_NOTSENT_LOWAT):
 				   * every send is the kernel's */

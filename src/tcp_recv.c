@@ -433,41 +433,21 @@ static size_t kernel_rest(struct rs_tcp *t, const struct iovec *iov, int iovcnt,
 	return k > 0 ? (size_t)k : 0;
 }
 
-/* ---- a connection the process has with itself --------------------------- */
-
-static int ends(struct rs_tcp *t)
+/* ---- a connection the process has with itself ---------------------------
+ * What this process sends to t's peer over loopback is in t's kernel queue
+ * when the send returns, without the library.  With it, the send may be
+ * queued in the ring, or sent with its receive completion not yet run:
+ * so a read of such a socket that would return less than it asks runs
+ * the ring first (submits, receives), as a blocking one does.  Only a
+ * process that connected to one of its own listeners looks, and each
+ * socket is asked once whether it may be such a connection. */
+static int self_peer(struct rs_tcp *t)
 {
-	if (!t->ends_known) {
-		socklen_t l = sizeof(t->end_local), p = sizeof(t->end_peer);
-		memset(&t->end_local, 0, sizeof(t->end_local));
-		memset(&t->end_peer, 0, sizeof(t->end_peer));
-		t->ends_known = rs_syscall(SYS_getsockname, t->e.fd, &t->end_local, &l) == 0 &&
-					rs_syscall(SYS_getpeername, t->e.fd, &t->end_peer, &p) == 0
-				? 1
-				: 2;
-	}
-	return t->ends_known == 1;
-}
-
-/* Has this thread queued sends, not submitted yet, on the other end of
- * t?  Without the library they would be in t's queue already (loopback
- * delivers within the send), so a read of t must find them: the ring
- * submits them and runs the receive first.  Only a process that connected
- * to one of its own listeners looks (rs_self_connect); then each socket's
- * ends are asked once. */
-static int peer_sends_queued(struct rs_ring *r, struct rs_tcp *t)
-{
-	if (!RS_LOAD(rs_self_connect) || !r->txq || !ends(t))
+	if (!RS_LOAD(rs_self_connect))
 		return 0;
-	for (struct rs_esock *q = r->txq; q; q = q->txq_next) {
-		if (q == &t->e || q->ops != t->e.ops) /* (TCP: the same kind) */
-			continue;
-		struct rs_tcp *x = (struct rs_tcp *)q;
-		if (ends(x) && !memcmp(&x->end_local, &t->end_peer, sizeof(x->end_local)) &&
-		    !memcmp(&x->end_peer, &t->end_local, sizeof(x->end_peer)))
-			return 1;
-	}
-	return 0;
+	if (!t->self_peer)
+		t->self_peer = rs_sock_self_peer(t->e.fd) ? 1 : 2;
+	return t->self_peer == 1;
 }
 
 static int recv_ended_cond(void *arg)
@@ -546,8 +526,7 @@ ssize_t rs_tcp_recv(struct rs_tcp *t, const struct iovec *iov, int iovcnt, int f
 			if (t->e.recv_armed && t->rx_direct)
 				recv_end_wait(t);
 			else if (round == 0 && rs_ring_has_work(t->e.owner) &&
-				 (flags & MSG_WAITALL || (will_block && rs_rxq_held(t)) ||
-				  peer_sends_queued(t->e.owner, t)))
+				 (flags & MSG_WAITALL || (will_block && rs_rxq_held(t)) || self_peer(t)))
 				/* MSG_WAITALL, or a blocking read that would return
 				 * the engine's bytes: what is on its way (this
 				 * thread's sends, receives the kernel has run) comes
@@ -555,8 +534,8 @@ ssize_t rs_tcp_recv(struct rs_tcp *t, const struct iovec *iov, int iovcnt, int f
 				 * (With nothing held, the wait below sends and
 				 * receives in one system call; event loops'
 				 * nonblocking reads take what is held: their sends
-				 * stay batched, unless they are to this very
-				 * socket.) */
+				 * stay batched, unless this very process may be
+				 * the peer.) */
 				rs_ring_progress(t->e.owner);
 		}
 		size_t held = rs_rxq_held(t);

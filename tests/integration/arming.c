@@ -59,7 +59,9 @@ int main(int argc, char **argv)
 		/* toggle: from the middle on, each read is made blocking
 		 * (O_NONBLOCK cleared, then set again after it) */
 		int blocking = toggle && i >= rounds / 2;
-		if (!blocking && epoll_wait(ep, &ev, 1, 10000) != 1)
+		/* (the request is in before a blocking read too: a read that
+		 * must wait is another matter, see ringsock(7) Receive) */
+		if (epoll_wait(ep, &ev, 1, 10000) != 1)
 			die("epoll_wait");
 		if (blocking && fcntl(s, F_SETFL, fcntl(s, F_GETFL) & ~O_NONBLOCK) < 0)
 			die("F_SETFL");

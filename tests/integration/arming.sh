@@ -37,11 +37,14 @@ for i in 7 12; do
 		test "$(line "$out" "read $i:")" = "read $i: engine, accelerated 1, blocking"
 done
 # With RINGSOCK_BLOCKING=kernel a blocking socket is the kernel's: the
-# first toggle hands it over for good, and the reads after are the kernel's.
+# first toggle hands it over for good: that read takes what the engine
+# held, and the reads after are the kernel's.
 out=$(ROUNDS=12 run RINGSOCK_BLOCKING=kernel)
 check "toggle, BLOCKING=kernel: client served" test "$(line "$out" client)" = "client ok"
 check "toggle, BLOCKING=kernel: read 6 from the engine's queue" test "$(line "$out" "read 6:")" = "read 6: engine, accelerated 1"
-for i in 7 12; do
+check "toggle, BLOCKING=kernel: blocking read 7 from what the engine held" \
+	test "$(line "$out" "read 7:")" = "read 7: engine, accelerated 1, blocking"
+for i in 8 12; do
 	check "toggle, BLOCKING=kernel: blocking read $i passed through" \
 		test "$(line "$out" "read $i:")" = "read $i: passthrough, accelerated 1, blocking"
 done
