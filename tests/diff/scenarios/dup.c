@@ -1,6 +1,7 @@
 /* dup, dup2, dup3, F_DUPFD, F_DUPFD_CLOEXEC: dup'ed sockets share state;
  * closing one copy leaves the other working; dup2 over a live socket;
- * fcntl flags and FD_CLOEXEC; ioctl FIONBIO. */
+ * fcntl flags and FD_CLOEXEC; ioctl FIONBIO.
+ * ENGINE_MIN_ACCELERATED=2 */
 #include "../scn.h"
 #include <sys/ioctl.h>
 

@@ -11,6 +11,7 @@
  * it arms a socket (foreign.c), and leave the sockets to the kernel.
  * Each ring wait has a linked timeout as a hang guard only: its expiry is
  * a failure (ECANCELED is printed), never a pass.
+ * ENGINE_PASSTHROUGH=uring
  */
 #include "../scn.h"
 #include <linux/io_uring.h>

@@ -1,5 +1,6 @@
 /* epoll: LT, ET, ONESHOT and re-arm, EXCLUSIVE, RDHUP/HUP/ERR, one socket in
- * two epoll sets, epoll inside epoll, epoll_pwait and epoll_pwait2. */
+ * two epoll sets, epoll inside epoll, epoll_pwait and epoll_pwait2.
+ * ENGINE_MIN_ACCELERATED=2 */
 #include "../scn.h"
 #include <sys/epoll.h>
 

@@ -1,6 +1,7 @@
 /* Built with -O2 -D_FORTIFY_SOURCE=2: glibc routes read, recv, recvfrom,
  * poll and ppoll through __read_chk, __recv_chk, __recvfrom_chk,
- * __poll_chk and __ppoll_chk (the build checks the references exist). */
+ * __poll_chk and __ppoll_chk (the build checks the references exist).
+ * ENGINE_MIN_ACCELERATED=2 */
 #include "../scn.h"
 
 int main(void)

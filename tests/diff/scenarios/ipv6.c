@@ -1,4 +1,5 @@
-/* IPv6 loopback: TCP and UDP, v4-mapped addresses, IPV6_V6ONLY. */
+/* IPv6 loopback: TCP and UDP, v4-mapped addresses, IPV6_V6ONLY.
+ * ENGINE_MIN_ACCELERATED=6 */
 #include "../scn.h"
 
 int main(void)

@@ -1,5 +1,6 @@
 /* bind/listen/accept details, socket options, sendfile/sendfile64, splice,
- * ioctl, close_range and closefrom, socket() errors. */
+ * ioctl, close_range and closefrom, socket() errors.
+ * ENGINE_MIN_ACCELERATED=2 */
 #define _GNU_SOURCE
 #define _LARGEFILE64_SOURCE
 #include "../scn.h"

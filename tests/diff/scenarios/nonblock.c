@@ -1,5 +1,6 @@
 /* Also run with every send through the frag pool and each batch sent zero-copy (tcp_send.c):
- * RUN_ALSO=RINGSOCK_ZEROCOPY=always RINGSOCK_ZEROCOPY_MIN=1 RINGSOCK_LINEAR_FIRST=0 RINGSOCK_DIRECT_THRESHOLD=0 RINGSOCK_ARM_AFTER=0 */
+ * RUN_ALSO=RINGSOCK_ZEROCOPY=always RINGSOCK_ZEROCOPY_MIN=1 RINGSOCK_LINEAR_FIRST=0 RINGSOCK_DIRECT_THRESHOLD=0 RINGSOCK_ARM_AFTER=0
+ * ENGINE_MIN_ACCELERATED=5 */
 /* Nonblocking sockets: EAGAIN, nonblocking accept and connect, MSG_DONTWAIT,
  * refused connects blocking and nonblocking. */
 #include "../scn.h"

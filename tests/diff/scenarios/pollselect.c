@@ -1,5 +1,6 @@
 /* poll, ppoll, select, pselect over a mix of descriptors: pipe, eventfd,
- * AF_UNIX socketpair, TCP, UDP; timeouts, signal masks, invalid fds. */
+ * AF_UNIX socketpair, TCP, UDP; timeouts, signal masks, invalid fds.
+ * ENGINE_MIN_ACCELERATED=3 */
 #include "../scn.h"
 #include <sys/eventfd.h>
 #include <sys/select.h>

@@ -1,6 +1,7 @@
 /* Sockets handed between threads: created on one, used on another, the
  * creator blocked elsewhere or gone; concurrent readers and writers on
- * different sockets; a socket closed by another thread. */
+ * different sockets; a socket closed by another thread.
+ * ENGINE_MIN_ACCELERATED=9 */
 #define _GNU_SOURCE
 #include "../scn.h"
 #include <pthread.h>

@@ -1,6 +1,7 @@
 /* UDP: sendto/recvfrom, connected send/recv, sendmmsg/recvmmsg, MSG_TRUNC,
  * MSG_PEEK, empty datagrams, ECONNREFUSED from ICMP on a connected socket,
- * FIONREAD on datagrams, nonblocking EAGAIN. */
+ * FIONREAD on datagrams, nonblocking EAGAIN.
+ * ENGINE_MIN_ACCELERATED=3 */
 #include "../scn.h"
 #include <sys/ioctl.h>
 

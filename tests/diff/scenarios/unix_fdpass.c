@@ -1,5 +1,6 @@
 /* AF_UNIX sockets pass through untouched, and a TCP socket handed to
- * another process with SCM_RIGHTS keeps working there. */
+ * another process with SCM_RIGHTS keeps working there.
+ * ENGINE_MIN_ACCELERATED=1 */
 #include "../scn.h"
 
 static int send_fd(int via, int fd)
