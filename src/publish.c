@@ -31,7 +31,7 @@
 
 static struct rs_pub *pub;      /* the mapping, NULL when none */
 static int pub_pid;              /* the process that made it */
-static int pub_want;             /* publishing is on (made at the first copy) */
+static int pub_want;             /* publishing is on (made at the first copy) [atomic] */
 static char pub_path[96];
 static int64_t last_ns;          /* of the last copy [pub_lock] */
 static atomic_int pub_lock;      /* one writer at a time (never waits) */
@@ -126,7 +126,7 @@ void rs_publish_init(void)
 {
 	if (!rs_rt.cfg.v[RS_K_PUBLISH] || rs_rt.secure)
 		return;
-	pub_want = 1;
+	__atomic_store_n(&pub_want, 1, __ATOMIC_RELEASE);
 	rs_publish_now(1);
 }
 
@@ -223,11 +223,15 @@ __attribute__((no_sanitize("thread"))) static void fill_socks(struct rs_pub *p)
 
 void rs_publish_now(int force)
 {
-	if (!pub_want)
+	if (!__atomic_load_n(&pub_want, __ATOMIC_ACQUIRE))
 		return;
 	int z = 0;
 	if (!atomic_compare_exchange_strong(&pub_lock, &z, 1))
 		return; /* (another thread is writing it: that copy will do) */
+	if (!__atomic_load_n(&pub_want, __ATOMIC_ACQUIRE)) {
+		atomic_store(&pub_lock, 0); /* (exit or exec took it away meanwhile) */
+		return;
+	}
 	int64_t now = mono_ns();
 	if (force || now - last_ns >= (int64_t)RS_PUB_TICK_MS * 1000000) {
 		last_ns = now;
@@ -271,12 +275,21 @@ void rs_publish_call(void)
  * writing it this moment; the kernel drops it with the process image). */
 void rs_publish_exit(void)
 {
-	if (!pub_want)
+	if (!__atomic_exchange_n(&pub_want, 0, __ATOMIC_ACQ_REL))
 		return;
-	pub_want = 0;
+	/* A copy being written (the drain thread's) ends first, so none makes
+	 * a new file after this; bounded, as this thread may be the writer
+	 * (a fatal signal in the middle of a copy). */
+	int locked = 0;
+	for (long i = 0; i < (1L << 22) && !locked; i++) {
+		int z = 0;
+		locked = atomic_compare_exchange_weak(&pub_lock, &z, 1);
+	}
 	if (pub && pub_pid == rs_sys_getpid())
 		rs_syscall(SYS_unlink, pub_path);
 	pub = NULL;
+	if (locked)
+		atomic_store(&pub_lock, 0);
 }
 
 /* A fork child: the parent's file stays the parent's; the child makes its
