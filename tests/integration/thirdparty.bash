@@ -1,5 +1,6 @@
 # Sourced (after lib.sh) by the tests that build a third-party test suite
-# from a Debian source package (thirdparty_libevent.sh, thirdparty_libuv.sh).
+# from a Debian source package (thirdparty_libevent.sh, thirdparty_libuv.sh,
+# thirdparty_node.sh).
 # Not a test itself: only tests/integration/*.sh become ctest tests.
 #
 #   thirdparty_fetch PKG DIR TOOL_PACKAGES...
@@ -102,10 +103,17 @@ thirdparty_fetch() { # PKG DIR TOOL_PACKAGES...
 		} || { tail -5 "$TMP/apt-install.log"; echo "skip: cannot install$pkgs"; exit 77; }
 	fi
 	if [ $have = 0 ]; then
-		rm -rf "$dir" && mkdir -p "$dir"
-		(cd "$dir" && apt-get source -q -o APT::Sandbox::User=root "$pkg") >"$TMP/apt-source.log" 2>&1 &&
-			ls -d "$dir"/*/debian >/dev/null 2>&1 || {
-			tail -5 "$TMP/apt-source.log"; echo "skip: apt-get source $pkg failed"; exit 77; }
+		# The newest version first; when the archive lacks its files (a
+		# security update whose source a mirror does not serve), each
+		# other version apt knows, newest first.
+		local v ok=0
+		for v in "" $(apt-cache showsrc "$pkg" 2>/dev/null | sed -n 's/^Version: //p' | sort -rV | uniq); do
+			rm -rf "$dir" && mkdir -p "$dir"
+			(cd "$dir" && apt-get source -q -o APT::Sandbox::User=root "$pkg${v:+=$v}") >>"$TMP/apt-source.log" 2>&1 &&
+				ls -d "$dir"/*/debian >/dev/null 2>&1 && { ok=1; break; }
+			echo "apt: apt-get source $pkg${v:+=$v} failed"
+		done
+		[ $ok = 1 ] || { tail -5 "$TMP/apt-source.log"; echo "skip: apt-get source $pkg failed"; exit 77; }
 	fi
 	SRCDIR=$(ls -d "$dir"/*/debian | head -1)
 	SRCDIR=${SRCDIR%/debian}
