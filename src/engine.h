@@ -227,12 +227,18 @@ void rs_buf_flush(struct rs_ring *r); /* advance the tail for the batch */
 
 /* ---- ring.c ------------------------------------------------------------- */
 enum { RS_POLL_EP, RS_POLL_KW, RS_POLL_SLOTS };
+/* Bumped by every push on an epoll set's ready list (epreg.c): what a
+ * ready socket was before or after, such as an epoll set's poll firing
+ * (rs_ring_poll.fired_clock).  [atomic; proc.c] */
+extern uint64_t rs_ready_clock;
 struct rs_ring_poll {
 	const void *key;        /* what is polled */
 	uint64_t ud;            /* its user_data while armed */
 	unsigned tail;          /* the SQ tail after its SQE: submitted once
 				 * the kernel's head has passed it */
 	uint8_t armed;
+	uint64_t fired_clock;   /* rs_ready_clock when it fired; 0: armed, or
+				 * not known */
 	/* rs_ring_poll_arm_lazy's bookkeeping: */
 	uint8_t used;           /* the poll armed last has answered a call */
 	uint8_t verdict_due;    /* armed since wasted was updated */
@@ -366,6 +372,9 @@ void rs_ring_poll_cancel(struct rs_ring *r, int slot);
 /* Must the kernel be asked about key's fd?  Not while its poll is armed
  * and has not fired (lock held). */
 int rs_ring_poll_needed(struct rs_ring *r, int slot, const void *key);
+/* The poll of key fired (and is not armed again): rs_ready_clock then,
+ * else 0; once: the caller fetches what made it fire. */
+uint64_t rs_ring_poll_take_fired(struct rs_ring *r, int slot, const void *key);
 /* Is slot's poll of key armed, in the kernel's hands (submitted) and not
  * fired, with no completion waiting to be reaped (lock held)?  A yes
  * counts as the poll having answered a call. */

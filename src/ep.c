@@ -27,6 +27,10 @@
 #include "ep_int.h"
 #include "sys.h"
 
+/* The first events of a round whose order against the kernel's the wait
+ * keeps (ep_order). */
+#define RS_EP_ORDER 64
+
 /* The registration is new or changed: report its readiness at the next
  * wait, as the kernel does (ctl lock held). */
 static void edge_now(struct rs_ep *ep, struct rs_epreg *g)
@@ -199,7 +203,7 @@ static int report(struct epoll_event *evs, int n, struct rs_epreg *g, uint32_t r
  * start == 0 begins a round; start > 0 is a second look in the same wait
  * (rs_ep_wait), at what the kernel's events just pushed. */
 static int collect(struct rs_ep *ep, struct rs_ring *r, struct epoll_event *evs, int start, int max,
-		   struct rs_sock **foreign, int *nforeign, int *fds, int *transient)
+		   struct rs_sock **foreign, int *nforeign, int *fds, int *transient, uint64_t *clk)
 {
 	int n = start;
 	rs_mutex_lock(&ep->lock);
@@ -270,7 +274,10 @@ static int collect(struct rs_ep *ep, struct rs_ring *r, struct epoll_event *evs,
 		int et = g->events & EPOLLET;
 		if (!ev || g->disabled || (et && !g->edge))
 			continue;
+		int was = n;
 		n = report(evs, n, g, round, ev);
+		if (clk && n > was && was < RS_EP_ORDER)
+			clk[was] = g->ready_clock;
 		g->edge = 0;
 		if (g->events & EPOLLONESHOT)
 			g->disabled = 1;
@@ -300,6 +307,7 @@ static int collect(struct rs_ep *ep, struct rs_ring *r, struct epoll_event *evs,
 /* One round of a wait: the state the steps below share. */
 struct round {
 	int n;                   /* events from engine state, at the head of evs */
+	uint64_t clk[RS_EP_ORDER]; /* when each became ready (rs_ready_clock) */
 	int nforeign;            /* sockets other threads own, to detach */
 	struct rs_sock *foreign[8];
 	int ffd[8];
@@ -359,7 +367,7 @@ static int engine_round(struct rs_ep *ep, int epfd, struct rs_ring *r, struct ep
 		if (ring_mode)
 			rs_ring_poll_arm_lazy(r, RS_POLL_EP, epfd, ep);
 	}
-	rd->n = collect(ep, r, evs, 0, max, rd->foreign, &rd->nforeign, rd->ffd, &rd->transient);
+	rd->n = collect(ep, r, evs, 0, max, rd->foreign, &rd->nforeign, rd->ffd, &rd->transient, rd->clk);
 	if (sleepy && !entered && (rd->n || rd->nforeign))
 		rs_ring_submit(r);
 	if (ring_mode) {
@@ -500,6 +508,31 @@ static int translate(struct rs_ep *ep, struct epoll_event *evs, long k, struct r
 	return out;
 }
 
+/* The kernel's events of this wait (evs[rd->n..out)) after the engine's
+ * (evs[0..rd->n)), as collected.  The kernel reports in the order things
+ * became ready; so where the ring says when the kernel's set became
+ * readable (its poll fired at rs_ready_clock f), the engine's events that
+ * became ready after that go after the kernel's: a peer's end the kernel
+ * saw first is not reported after bytes the engine received later.  (f 0:
+ * not known, the order stays.) */
+static void ep_order(struct epoll_event *evs, const struct round *rd, int out, uint64_t f)
+{
+	if (!f || rd->n > RS_EP_ORDER)
+		return;
+	struct epoll_event late[RS_EP_ORDER];
+	int nl = 0, w = 0;
+	for (int i = 0; i < rd->n; i++) {
+		if (rd->clk[i] > f)
+			late[nl++] = evs[i];
+		else
+			evs[w++] = evs[i];
+	}
+	if (!nl)
+		return;
+	memmove(evs + w, evs + rd->n, (size_t)(out - rd->n) * sizeof(*evs));
+	memcpy(evs + w + (out - rd->n), late, (size_t)nl * sizeof(*evs));
+}
+
 int rs_ep_wait(int epfd, struct epoll_event *evs, int max, int timeout_ms, const sigset_t *ss,
 	       const struct timespec *tmo)
 {
@@ -531,7 +564,7 @@ int rs_ep_wait(int epfd, struct epoll_event *evs, int max, int timeout_ms, const
 				continue;
 		} else {
 			/* No ring here: sockets of other threads in this set. */
-			rd.n = collect(ep, NULL, evs, 0, max, rd.foreign, &rd.nforeign, rd.ffd, &rd.transient);
+			rd.n = collect(ep, NULL, evs, 0, max, rd.foreign, &rd.nforeign, rd.ffd, &rd.transient, NULL);
 		}
 		for (int i = 0; i < rd.nforeign; i++)
 			rs_sock_before_kernel(rd.foreign[i], rd.ffd[i], RINGSOCK_PT_THREAD);
@@ -592,6 +625,13 @@ int rs_ep_wait(int epfd, struct epoll_event *evs, int max, int timeout_ms, const
 		if (k < 0)
 			return n ? n : (int)k;
 		int out = translate(ep, evs, k, &rd);
+		/* when the kernel's set became readable, if the ring saw it */
+		uint64_t fired = 0;
+		if (r && rd.fetch) {
+			rs_ring_lock(r);
+			fired = rs_ring_poll_take_fired(r, RS_POLL_EP, ep);
+			rs_ring_unlock(r);
+		}
 		if (out > 0 && rd.wake && out < max) {
 			/* What the kernel's events pushed on the ready list (an
 			 * engine socket's ERR/HUP edge) belongs to this wait: the
@@ -602,13 +642,15 @@ int rs_ep_wait(int epfd, struct epoll_event *evs, int max, int timeout_ms, const
 			int fd2[8], nf2 = 0, tr2 = 0;
 			if (r)
 				rs_ring_lock(r);
-			out = collect(ep, r, evs, out, max, f2, &nf2, fd2, &tr2);
+			out = collect(ep, r, evs, out, max, f2, &nf2, fd2, &tr2, NULL);
 			if (r)
 				rs_ring_unlock(r);
 		}
 		if (out > 0 || !rd.wake) {
 			if (!rd.fetch) /* answered without asking the kernel */
 				rs_stat_add(RS_C_CALLS_NOSYS, 1);
+			else if (out > rd.n && rd.n > 0)
+				ep_order(evs, &rd, out, fired);
 			return out;
 		}
 		/* Woken by a completion, an ERR/HUP edge of an engine socket or

@@ -33,6 +33,7 @@ struct rs_epreg {
 	uint8_t on_ready, edge, disabled, engine;
 	uint8_t kout;            /* the kernel watches EPOLLOUT (engine socket) */
 	uint32_t kev;            /* the events the kernel watches for it now */
+	uint64_t ready_clock;    /* rs_ready_clock at its last push */
 };
 
 struct rs_ep {

@@ -180,6 +180,8 @@ void rs_epr_ready_push(struct rs_ep *ep, struct rs_epreg *g)
 {
 	if (g->on_ready)
 		return;
+	/* (when it became ready: a later push leaves it where it is) */
+	g->ready_clock = __atomic_add_fetch(&rs_ready_clock, 1, __ATOMIC_RELAXED);
 	g->on_ready = 1;
 	g->ready_next = NULL;
 	if (ep->ready_tail)

@@ -12,6 +12,7 @@ int rs_engine_on;          /* set once by rs_engine_init */
 int rs_engine_refuse;      /* set once by rs_esock_refuse_all */
 int rs_dying;              /* set by the flush before a fatal default action */
 RS_TLS int rs_vfork_pending;
+uint64_t rs_ready_clock;    /* epreg.c counts, ring.c reads */
 
 __attribute__((visibility("default"))) const char *ringsock_version(void)
 {

@@ -316,8 +316,10 @@ int rs_ring_reap(struct rs_ring *r)
 			int op = RS_UD_OP(c->user_data);
 			if (op == RS_UD_POLL) {
 				for (int k = 0; k < RS_POLL_SLOTS; k++)
-					if (c->user_data == r->poll[k].ud)
+					if (c->user_data == r->poll[k].ud) {
 						r->poll[k].armed = 0; /* fired (one-shot) */
+						r->poll[k].fired_clock = __atomic_load_n(&rs_ready_clock, __ATOMIC_RELAXED);
+					}
 			} else if (op == RS_UD_WAKE) {
 				uint64_t v;
 				r->wake_armed = 0;
@@ -533,6 +535,15 @@ void rs_ring_poll_arm(struct rs_ring *r, int slot, int fd, const void *key)
 	p->tail = r->ring.sq.sqe_tail;
 	p->armed = 1;
 	p->key = key;
+	p->fired_clock = 0;
+}
+
+uint64_t rs_ring_poll_take_fired(struct rs_ring *r, int slot, const void *key)
+{
+	struct rs_ring_poll *p = &r->poll[slot];
+	uint64_t f = p->key == key && !p->armed ? p->fired_clock : 0;
+	p->fired_clock = 0;
+	return f;
 }
 
 int rs_ring_poll_needed(struct rs_ring *r, int slot, const void *key)
