@@ -66,13 +66,11 @@ need flock
 # Differences the library is known to have, tracked as issues: "test mode
 # issue".  Such a test still runs in every mode; a difference it shows in
 # the listed mode is reported as known and does not fail this test.
-# KNOWN: differs under the library, see issue 31/27
+# (None today.  test-http-writable-true-after-close, with ARM_AFTER=0,
+# was one until epoll_wait kept the order of sockets across the engine's
+# and the kernel's: "Expected exactly 1, actual 2", issue 31.)
 KNOWN_DIFFS="
-test-http-writable-true-after-close arm0 31
 "
-# test-http-writable-true-after-close, arm0 only: fails every time, alone
-# too: "Mismatched <anonymous> function calls. Expected exactly 1, actual
-# 2." (a callback the test wraps in common.mustCall runs twice; issue 31).
 
 # ---- obtain the source and a node of its version -----------------------
 
