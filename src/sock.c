@@ -353,7 +353,19 @@ struct rs_esock *rs_esock_enter(struct rs_sock *s, int fd, int do_arm)
 			rs_sock_passthrough(s, RINGSOCK_PT_UDP); /* (the only other type) */
 			return NULL;
 		}
-		return (*k)->arm(s, fd);
+		e = (*k)->arm(s, fd);
+		if (e)
+			return e;
+		/* Another thread armed it first (rs_esock_install lost the
+		 * race): that thread's receive may already hold data the
+		 * kernel's queue no longer has, so this call is that socket's
+		 * too, not the kernel's.  (Passing it to the kernel gave a
+		 * second reader a sender's later datagram before the earlier
+		 * ones the first reader's receive took: the two-reader seq test
+		 * under CPU load.) */
+		e = atomic_load_explicit(&s->eng, memory_order_acquire);
+		if (!e)
+			return NULL;
 	}
 	lock_e(e);
 	if (held_ring && held_ring != rs_ring_tls && e->mode == RS_ES_ARMED)

@@ -490,13 +490,28 @@ done:
 
 /* Another thread's ring still has the socket's receive in flight (a
  * hand-over it has not finished): its owner cancels it the next time it
- * runs, before its receive can run again.  1: wait for that (the owner
- * sleeps in its ring, where the receive runs, and was woken to finish the
- * hand-over); 0: nothing of the owner's can take a datagram before the
- * cancel, so the kernel's queue may be read now. */
+ * runs, before its receive can run again.  With the owner's lock held:
+ *   1: wait for that (the owner sleeps in its ring, where the receive
+ *      runs, and was woken to finish the hand-over);
+ *   2: its last wait in the ring (rs_ring_sleep: the one enter made
+ *      without the lock) completed datagrams nobody has reaped yet; they
+ *      left the kernel's queue before anything still in it, so they are
+ *      reaped now, into the socket's queue, to be read first;
+ *   0: nothing of the owner's can take a datagram before the cancel, and
+ *      nothing it took is outside the queue: the kernel's queue is next.
+ * (Not waited for: completions of that wait that overflowed the CQ, which
+ * only the owner's own next enter hands over; the owner may not enter its
+ * ring again for as long as the program likes, and the CQ holds eight
+ * times the ring's entries.) */
 static int owner_may_take(struct rs_esock *e, struct rs_ring *o)
 {
-	return e->recv_armed && o && RS_LOAD(o->sleeping);
+	if (!e->recv_armed || !o)
+		return 0;
+	/* (acquire: the owner's enter returned before it cleared the flag,
+	 * so what that enter completed is visible to the reap) */
+	if (__atomic_load_n(&o->sleeping, __ATOMIC_ACQUIRE))
+		return 1;
+	return rs_ring_reap(o) ? 2 : 0;
 }
 
 /* batch: a recvmmsg's message (see rs_udp_recvmmsg): with nothing held,
@@ -531,7 +546,12 @@ static ssize_t recv_one(struct rs_sock *s, int fd, const struct iovec *iov, int 
 			return r;
 		}
 		struct rs_ring *o = es->owner;
-		if (es->mode == RS_ES_DETACHED || (o != rs_ring_tls && !owner_may_take(es, o))) {
+		int may = es->mode == RS_ES_DETACHED || o == rs_ring_tls ? 0 : owner_may_take(es, o);
+		if (may == 2) {
+			rs_esock_unlock(es);
+			continue; /* (what the owner's ring completed is queued now) */
+		}
+		if (es->mode == RS_ES_DETACHED || (o != rs_ring_tls && !may)) {
 			/* Nothing held, and no receive of ours can take the next
 			 * datagram first: the kernel's queue is next. */
 			maybe_passive(u);

@@ -32,7 +32,8 @@
  *       a large SO_RCVBUF (SO_RCVBUFFORCE), read by RECEIVERS threads
  *       until all have arrived.  Prints "complete" when every datagram
  *       arrived exactly once and, within each receiver, each sender's
- *       numbers increase; else what went wrong.
+ *       numbers increase; else what went wrong (and on stderr, the first
+ *       datagrams out of order or malformed, per receiver).
  *   stream N SIZE
  *       An unconnected socket (armed by its first send) sends N numbered
  *       datagrams of SIZE bytes, one sendto each, to a socket of the same
@@ -312,11 +313,18 @@ static void *receiver(void *arg)
 		if (r < 0 && errno == EAGAIN)
 			break; /* (SO_RCVTIMEO: nothing for two seconds) */
 		if (r != sizeof(m) || m[0] < 0 || m[0] >= c->senders || m[1] < 0 || m[1] >= c->n) {
+			if (c->bad < 10) /* (what it was, on stderr: ctest shows it) */
+				fprintf(stderr, "seq: receiver %d: %zd bytes (%s), sender %d number %d\n", c->id, r,
+					r < 0 ? strerror(errno) : "", r >= 8 ? m[0] : -1, r >= 8 ? m[1] : -1);
 			c->bad++;
 			continue;
 		}
-		if (m[1] <= last[m[0]])
+		if (m[1] <= last[m[0]]) {
+			if (c->bad < 10)
+				fprintf(stderr, "seq: receiver %d: sender %d's %d after its %d\n", c->id, m[0], m[1],
+					last[m[0]]);
 			c->bad++; /* out of order within this receiver */
+		}
 		last[m[0]] = m[1];
 		pthread_mutex_lock(c->mu);
 		c->got[(long)m[0] * c->n + m[1]]++;
@@ -343,7 +351,7 @@ static int seq(int senders, int receivers, int n)
 	struct seq_ctx *sc = calloc((size_t)senders, sizeof(*sc));
 	pthread_t *rt = calloc((size_t)receivers, sizeof(pthread_t)), *st = calloc((size_t)senders, sizeof(pthread_t));
 	for (int i = 0; i < receivers; i++) {
-		rc[i] = (struct seq_ctx){ .sock = s, .senders = senders, .n = n, .total = (long)senders * n, .got = got,
+		rc[i] = (struct seq_ctx){ .sock = s, .senders = senders, .n = n, .total = (long)senders * n, .got = got, .id = i,
 					  .mu = &mu, .count = &count };
 		pthread_create(&rt[i], NULL, receiver, &rc[i]);
 	}
