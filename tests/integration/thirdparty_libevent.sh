@@ -42,7 +42,14 @@ need flock
 #    in steps under 25 us between busy reads: fails plain when the machine
 #    is loaded (seen plain and with the plain select backend in one CI-like
 #    run with the whole suite beside it).
+#  - bufferevent/bufferevent_timeout_pair, bufferevent_timeout_filter_pair:
+#    assert that a 50 ms read/write timeout fired within +-50 ms and that
+#    the callback ran exactly twice: they fail plain when the machine is
+#    loaded (seen plain beside the whole suite and two CPU burners; once
+#    under the library's poll mode in the same run: "62 vs 50",
+#    regress_bufferevent.c:1057).
 FLAKY_PLAIN="dns/getaddrinfo_cancel_stress util/monotonic_prc"
+FLAKY_PLAIN="$FLAKY_PLAIN bufferevent/bufferevent_timeout_pair bufferevent/bufferevent_timeout_filter_pair"
 
 # Tests that fail under the library because of a known engine bug, one per
 # line: "test  modes  bug", modes a comma list of lib,arm0,lib_poll,lib_select,
