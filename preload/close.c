@@ -33,8 +33,7 @@ RS_EXPORT int close(int fd)
 		rs_count_call(s != NULL, RINGSOCK_FAM_CLOSE);
 		/* A close is seen (an end of stream, a reset): what this thread
 		 * queued before it goes first. */
-		if (records_mine())
-			rs_flush_own_tx();
+		rs_flush_own_tx();
 		if (rs_engine_on)
 			rs_engine_before_close(s, fd);
 		/* Forget first: a racing socket() that gets this number back
