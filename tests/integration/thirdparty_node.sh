@@ -1,6 +1,6 @@
 # Third-party suite: Node.js's own tests (test/parallel of Debian 12's
 # nodejs 18 source package), socket-heavy ones: test-net-*, test-dgram-*,
-# and subsets of test-http-*, test-https-*, test-tls-*, test-child-process-*
+# and subsets of test-http-*, test-http2-*, test-https-*, test-tls-*, test-child-process-*
 # (the ones that pass sockets and handles to children) and test-cluster-*
 # (listed below, SELECTED), each run as `node [its // Flags:] test/parallel/
 # test-xxx.js` (the way tools/test.py runs one; test/common is found from
@@ -31,11 +31,13 @@
 #     common/internet, 'internet' or 'addons';
 #   - tests that test/parallel/parallel.status marks SKIP, FLAKY or FAIL
 #     for every system or for Linux.
-# SELECTED (287 tests) was chosen from the 936 tests of these groups not
+# SELECTED (303 tests) was chosen from the 1176 tests of these groups not
 # left out above: test-net-* but for names with timeout/large/many/
 # pingpong/stress/slow, all test-dgram-*, every third test-http-* (fourth
 # test-https-*, test-tls-*) among names about sockets, keep-alive, agents,
-# pipelining, upgrades, close/destroy/abort, and the test-child-process-*
+# pipelining, upgrades, close/destroy/abort, 16 test-http2-* of clients,
+# servers, compat, ping, goaway, multiplexing and files (each ran in under
+# a second), and the test-child-process-*
 # and test-cluster-* that pass sockets, servers and handles; then kept:
 # the ones that passed plain on a loaded 2-core machine (twice for dgram,
 # child-process and cluster, where slow ones, over 3.5 s, were dropped;
@@ -240,6 +242,14 @@ test-http-server-keepalive-req-gc test-http-server-stale-close
 test-http-socket-error-listeners test-http-upgrade-advertise
 test-http-upgrade-client2 test-http-upgrade-server2
 test-http-writable-true-after-close
+# http2 (16)
+test-http2-client-destroy test-http2-client-jsstream-destroy
+test-http2-client-settings-before-connect test-http2-client-upload
+test-http2-client-write-before-connect test-http2-compat-serverrequest
+test-http2-compat-serverresponse-end test-http2-compat-serverresponse-trailers
+test-http2-create-client-connect test-http2-goaway-opaquedata
+test-http2-misbehaving-multiplex test-http2-multiplex test-http2-onping
+test-http2-ping test-http2-respond-file test-http2-server-close-callback
 # https (14)
 test-https-abortcontroller test-https-agent-create-connection
 test-https-agent-session-eviction test-https-agent-unref-socket
@@ -292,7 +302,7 @@ import os, re, sys
 src, out_sel, out_ex = sys.argv[1:4]
 par = os.path.join(src, 'test', 'parallel')
 fix = os.path.join(src, 'test', 'fixtures')
-group = re.compile(r'^test-(net|dgram|http|https|tls|child-process|cluster)-.*\.(js|mjs)$')
+group = re.compile(r'^test-(net|dgram|http|http2|https|tls|child-process|cluster)-.*\.(js|mjs)$')
 status, sec = {}, None
 for line in open(os.path.join(par, 'parallel.status')):
     line = line.split('#')[0].strip()
@@ -340,7 +350,7 @@ def reasons(path):
 fixnames = set(os.listdir(fix))
 with open(out_sel, 'w') as osel, open(out_ex, 'w') as oex:
     for f in sorted(os.listdir(par)):
-        if not group.match(f) or f.startswith('test-http2-'): continue
+        if not group.match(f): continue
         name = f.rsplit('.', 1)[0]
         if status.get(name, 'PASS') != 'PASS':
             oex.write('%s parallel.status: %s\n' % (name, status[name])); continue
