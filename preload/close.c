@@ -31,9 +31,12 @@ RS_EXPORT int close(int fd)
 	if (on) {
 		struct rs_sock *s = rs_fd_peek(fd);
 		rs_count_call(s != NULL, RINGSOCK_FAM_CLOSE);
-		/* A close is seen (an end of stream, a reset): what this thread
-		 * queued before it goes first. */
-		rs_flush_own_tx();
+		/* A socket's close is seen (an end of stream, a reset): what
+		 * this thread queued before it goes first.  (Not for files: a
+		 * server that closes the file it served after queuing the
+		 * response would pay a system call per request.) */
+		if (s)
+			rs_flush_own_tx();
 		if (rs_engine_on)
 			rs_engine_before_close(s, fd);
 		/* Forget first: a racing socket() that gets this number back
