@@ -18,6 +18,13 @@ static void diag_to_log(void *ctx, const char *msg)
 	rs_warn("%s", msg);
 }
 
+/* The child's fork handler while the engine is off. */
+static void after_fork_child_off(void)
+{
+	rs_stats_after_fork();
+	rs_foreign_after_fork_child();
+}
+
 void rs_runtime_init(char *const *envp, int secure)
 {
 	int expect = RS_ST_UNINIT;
@@ -56,10 +63,11 @@ void rs_runtime_init(char *const *envp, int secure)
 	if (!rs_rt.passthrough && rs_rt.pt_reason == RINGSOCK_PT_ENGINE_OFF)
 		rs_engine_init();
 	/* No thread may be updating the counters' registry when fork copies
-	 * it; with the engine on, its own fork handlers see to that, after
-	 * the drain thread has stopped. */
+	 * it, and the child makes the foreign-ring scan's lock anew (another
+	 * thread may have held it); with the engine on, its own fork
+	 * handlers see to both, after the drain thread has stopped. */
 	if (!rs_engine_on)
-		pthread_atfork(rs_stats_before_fork, rs_stats_after_fork, rs_stats_after_fork);
+		pthread_atfork(rs_stats_before_fork, rs_stats_after_fork, after_fork_child_off);
 	rs_stats_setup();
 	rs_publish_init();
 	rs_info("ringsock %s loaded: %s", RS_VERSION_STRING,
