@@ -20,7 +20,7 @@ cd "$(dirname "$0")"
 DEPS=(build-essential cmake pkg-config liburing-dev libnl-3-dev libnl-route-3-dev
       libnl-genl-3-dev libnl-idiag-3-dev libcmocka-dev musl-tools iperf3 sockperf socat iproute2
       util-linux man-db python3 procps git debhelper dpkg-dev lintian rpm
-      redis-server redis-tools nginx-light wrk haproxy curl dnsmasq-base dnsperf unbound libpython3.11-testsuite
+      redis-server redis-tools nginx-light wrk haproxy curl dnsmasq-base dnsperf unbound libpython3.11-testsuite gdb
       nodejs)
 BENCH_DEPS=(python3-matplotlib linux-perf memcached libmemcached-tools)
 

@@ -22,6 +22,41 @@ free_port() {
 }
 # Sum a counter over every report in a RINGSOCK_STATS file: stat FILE KEY
 stat_sum() { grep -o "[ ]$2=[0-9]*" "$1" 2>/dev/null | awk -F= '{s+=$2} END {printf "%.0f\n", s}'; }
+# stacks PID...: every thread's stack of each process and its children,
+# printed into the test's log when a test finds a program stuck.
+stacks() {
+	local p
+	for p in "$@"; do
+		echo "== stacks of $p: $(tr '\0' ' ' </proc/"$p"/cmdline 2>/dev/null)"
+		if command -v gdb >/dev/null; then
+			gdb -p "$p" -batch -ex "thread apply all bt" 2>&1 | grep -E '^(Thread|#)'
+		else
+			cat /proc/"$p"/task/*/stack 2>/dev/null
+		fi
+		# shellcheck disable=SC2046 # (the pids)
+		[ -z "$(pgrep -P "$p")" ] || stacks $(pgrep -P "$p")
+	done
+}
+# wait_bounded PID TRIES: wait for PID, a child of this shell, polling
+# every 0.5 s at most TRIES times (a bound on a hang, far above any
+# run's length: never a measure of speed).  A process still running then
+# is stuck: its stacks are printed, it is killed, and the status is 124.
+wait_bounded() {
+	local i
+	for ((i = 0; i < $2; i++)); do
+		kill -0 "$1" 2>/dev/null || break
+		sleep 0.5
+	done
+	if kill -0 "$1" 2>/dev/null; then
+		echo "stuck after $(($2 / 2)) s: $(tr '\0' ' ' </proc/"$1"/cmdline 2>/dev/null)"
+		stacks "$1"
+		pkill -KILL -P "$1"
+		kill -KILL "$1"
+		wait "$1"
+		return 124
+	fi
+	wait "$1"
+}
 # The distribution python (not a version-manager shim that forks shells).
 PY=$(command -v /usr/bin/python3 || command -v python3)
 # Remove RINGSOCK_* and LD_PRELOAD from this shell's environment.

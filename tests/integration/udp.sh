@@ -121,9 +121,11 @@ dns_load() {
 	local port=$1 rounds=$2
 	shift 2
 	local out
-	out=$("$@" dnsperf -s 127.0.0.1 -p "$port" -d "$TMP/queries" -n "$rounds" -c 4 -q 100 2>&1)
+	"$@" dnsperf -s 127.0.0.1 -p "$port" -d "$TMP/queries" -n "$rounds" -c 4 -q 100 >"$TMP/dnsperf.out" 2>&1 &
+	wait_bounded $! 600 || stacks "$srv"
+	out=$(cat "$TMP/dnsperf.out")
 	kill -TERM "$srv"
-	wait "$srv"
+	wait_bounded "$srv" 120 || bad "the DNS server did not stop on SIGTERM"
 	done_q=$(echo "$out" | sed -n 's/.*Queries completed: *\([0-9]*\).*/\1/p')
 	lost=$(echo "$out" | sed -n 's/.*Queries lost: *\([0-9]*\).*/\1/p')
 	noerr=$(echo "$out" | sed -n 's/.*NOERROR \([0-9]*\).*/\1/p')
