@@ -17,15 +17,12 @@ static void count_process(void)
 RS_EXPORT pid_t fork(void)
 {
 	count_process();
-	int on = rs_ready() && !rs_rt.passthrough;
-	if (on)
-		rs_runtime_before_fork();
+	/* (the engine's own fork work runs in its pthread_atfork handlers,
+	 * engine.c, which also run for forks made inside libc) */
 	pid_t pid = REAL(fork)();
 	int saved = errno;
 	if (pid == 0)
 		rs_runtime_atfork_child();
-	else if (on)
-		rs_runtime_after_fork_parent();
 	errno = saved;
 	return pid;
 }

@@ -19,7 +19,7 @@
  *
  * The thread starts with the first ring, with every signal blocked.  Every
  * RS_WATCH_MS it also looks for rings whose owner left sends queued and
- * went to block where the library cannot see (the watchdog ring.c hands
+ * went to block where the library cannot see (the watchdog engine.c hands
  * it: the drain thread does not call up into the rings).  fork
  * waits (up to 10 s) for running jobs and stops the idle thread, not its
  * ring (see ring_setup); the child starts afresh.
@@ -230,8 +230,7 @@ static void *drain_main(void *arg)
 			static int said;
 			if (!said++)
 				rs_warn("drain thread: io_uring_enter failed: %s", strerror(-e));
-			struct timespec ts = { 0, 10 * 1000 * 1000 };
-			nanosleep(&ts, NULL);
+			rs_sys_nap(10 * 1000 * 1000);
 		}
 		while (io_uring_peek_cqe(&dr.ring, &cqe) == 0) {
 			uint64_t ud = cqe->user_data;

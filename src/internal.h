@@ -236,8 +236,6 @@ static inline int rs_ready(void)
 int rs_sock_eligible(int domain, int type, int protocol);
 void rs_count_domain(int domain, uint64_t n);
 void rs_runtime_atfork_child(void);
-void rs_runtime_before_fork(void);
-void rs_runtime_after_fork_parent(void);
 void rs_runtime_before_exec(void);
 void rs_runtime_before_exit(void);
 /* A child that shares this process's memory is about to be made (vfork,

@@ -100,17 +100,10 @@ void rs_count_domain(int domain, uint64_t n)
 	rs_stat_add(RS_C_SOCKETS_CREATED + d, n);
 }
 
-/* The engine's fork hooks are pthread_atfork handlers (ring.c), so they
- * also run for forks made inside libc (daemon(), for one) that do not go
- * through our fork(). */
-void rs_runtime_before_fork(void)
-{
-}
-
-void rs_runtime_after_fork_parent(void)
-{
-}
-
+/* The child of our fork(): the process-wide state that is not the
+ * engine's.  The engine's fork hooks are pthread_atfork handlers
+ * (engine.c), so they also run for forks made inside libc (daemon(), for
+ * one) that do not go through our fork(). */
 void rs_runtime_atfork_child(void)
 {
 	rs_vfork_pending = 0; /* a new process, not a vfork child */

@@ -42,11 +42,17 @@ static inline long rs_syscall6(long n, long a, long b, long c, long d, long e, l
 	return x0;
 }
 #else
+#include <dlfcn.h>
 #include <errno.h>
+/* libc's syscall(), never the library's own export of it (which routes
+ * socket calls back into the trampolines): found past this object. */
 static inline long rs_syscall6(long n, long a, long b, long c, long d, long e, long f)
 {
+	static long (*real_syscall)(long, ...);
+	if (!real_syscall)
+		real_syscall = (long (*)(long, ...))dlsym(RTLD_NEXT, "syscall");
 	int saved = errno;
-	long r = syscall(n, a, b, c, d, e, f);
+	long r = real_syscall(n, a, b, c, d, e, f);
 	if (r == -1) {
 		r = -errno;
 		errno = saved;
@@ -72,6 +78,15 @@ static inline long rs_sys_close(int fd)
 static inline int rs_sys_getpid(void)
 {
 	return (int)rs_syscall(SYS_getpid, 0);
+}
+
+/* A short nap (ns < 1 s) by the kernel directly: the library's own
+ * nanosleep export would first flush the thread's queued sends
+ * (preload/sleep.c), a side effect no back-off of the engine wants. */
+static inline void rs_sys_nap(long ns)
+{
+	struct timespec ts = { 0, ns };
+	rs_syscall(SYS_clock_nanosleep, CLOCK_MONOTONIC, 0, &ts, NULL);
 }
 
 /* CLOCK_MONOTONIC in nanoseconds (vDSO: no system call). */

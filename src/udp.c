@@ -565,8 +565,7 @@ static ssize_t recv_one(struct rs_sock *s, int fd, const struct iovec *iov, int 
 				deadline = rs_call_deadline(s, fd, 1);
 			if (deadline && rs_now_ns() >= deadline)
 				return -EAGAIN;
-			struct timespec ts = { 0, 50000 };
-			nanosleep(&ts, NULL);
+			rs_sys_nap(50000);
 			entered = 1;
 			continue;
 		}
@@ -959,8 +958,7 @@ static int close_sock(struct rs_sock *s, int fd)
 		if (!o || o == rs_ring_tls || !e->recv_armed || !RS_LOAD(o->sleeping))
 			break;
 		rs_esock_unlock(e);
-		struct timespec ts = { 0, 50000 };
-		nanosleep(&ts, NULL);
+		rs_sys_nap(50000);
 		e = rs_esock_enter(s, fd, 0);
 		if (!e)
 			return 0;
