@@ -13,8 +13,8 @@ RS_EXPORT int listen(int fd, int backlog)
 	int r = REAL(listen)(fd, backlog);
 	if (s && r == 0) {
 		s->conn_state = RS_CONN_LISTEN;
-		if (s->type == SOCK_STREAM && rs_ready())
-			rs_sock_listening(fd);
+		if (rs_ready())
+			rs_sock_listening(s, fd);
 	}
 	return r;
 }
@@ -52,9 +52,9 @@ RS_EXPORT int accept4(int fd, RS_SA addr, socklen_t *len, int flags)
 RS_EXPORT int connect(int fd, RS_CSA addr, socklen_t len)
 {
 	struct rs_sock *s = rs_enter_fd(fd, RINGSOCK_FAM_CONN);
-	if (rs_engine_sock(s) && s->type == SOCK_DGRAM)
-		rs_udp_before_connect(s, fd); /* datagrams queued for the old peer go first */
-	int self = s && s->type == SOCK_STREAM && rs_ready() && rs_sock_to_self(RS_SA_PTR(addr), len);
+	if (rs_engine_sock(s))
+		rs_sock_before_connect(s, fd); /* datagrams queued for the old peer go first */
+	int self = s && rs_ready() && rs_sock_to_self(s, RS_SA_PTR(addr), len);
 	int r = REAL(connect)(fd, addr, len);
 	if (s) {
 		int e = errno;
@@ -74,13 +74,9 @@ RS_EXPORT int shutdown(int fd, int how)
 	struct rs_sock *s = rs_enter_fd(fd, RINGSOCK_FAM_CONN);
 	if (rs_engine_sock(s)) {
 		rs_flush_own_tx(); /* (what the thread queued before goes first) */
-		struct rs_esock *t = rs_esock_enter(s, fd, 0);
-		if (t) {
-			int r = rs_esock_passive(t) ? (int)RS_PASS : t->ops->shutdown(t, how);
-			rs_esock_unlock(t);
-			if (r != (int)RS_PASS)
-				return (int)rs_ret(r);
-		}
+		int r = rs_sock_shutdown(s, fd, how);
+		if (r != (int)RS_PASS)
+			return (int)rs_ret(r);
 	}
 	int r = REAL(shutdown)(fd, how);
 	/* For the engine, should it arm the socket later: what the kernel now

@@ -102,29 +102,18 @@ RS_EXPORT int ioctl(int fd, RS_IOCTL_REQ req, ...)
 	struct rs_sock *s = rs_enter_fd(fd, RINGSOCK_FAM_CTL);
 	if (rs_engine_sock(s)) {
 		if (req == FIONREAD) {
-			struct rs_esock *t = rs_esock_enter(s, fd, 0);
-			if (t) {
-				int r = RS_PASS;
-				if (!rs_esock_passive(t))
-					r = t->ops->fionread(t, arg);
-				rs_esock_unlock(t);
-				if (r != RS_PASS)
-					return (int)rs_ret(r);
-			}
+			int r = rs_sock_fionread(s, fd, arg);
+			if (r != RS_PASS)
+				return (int)rs_ret(r);
 		} else if (req == FIONBIO) {
 			if (arg && !*(int *)arg != !s->nonblock)
 				blocking_toggled(s, fd);
 		} else if (req == SIOCATMARK) {
 			/* Bytes the engine holds come before any mark. */
 			rs_sock_urgent(s, fd);
-			struct rs_esock *t = rs_esock_enter(s, fd, 0);
-			if (t) {
-				int held = !rs_esock_passive(t) && t->ops->held(t) > 0;
-				rs_esock_unlock(t);
-				if (held && arg) {
-					*(int *)arg = 0;
-					return 0;
-				}
+			if (arg && rs_sock_held(s, fd) > 0) {
+				*(int *)arg = 0;
+				return 0;
 			}
 		} else if (req == FIOASYNC) {
 			rs_sock_before_kernel(s, fd, RINGSOCK_PT_OPTION);
@@ -153,18 +142,11 @@ RS_EXPORT int getsockopt(int fd, int level, int name, void *val, socklen_t *len)
 	if (rs_engine_sock(s) && level == SOL_SOCKET && name == SO_ERROR && val && len &&
 	    *len >= (socklen_t)sizeof(int)) {
 		/* An error the engine saw first is the socket's pending error. */
-		struct rs_esock *t = rs_esock_enter(s, fd, 0);
-		if (t) {
-			/* (first an error a call kept for the next one) */
-			int e = rs_kept_error(s);
-			if (!e)
-				e = rs_esock_passive(t) ? 0 : t->ops->so_error(t);
-			rs_esock_unlock(t);
-			if (e) {
-				*(int *)val = e;
-				*len = sizeof(int);
-				return 0;
-			}
+		int e = rs_sock_so_error(s, fd);
+		if (e) {
+			*(int *)val = e;
+			*len = sizeof(int);
+			return 0;
 		}
 	}
 	return REAL(getsockopt)(fd, level, name, val, len);
@@ -214,7 +196,7 @@ RS_EXPORT int setsockopt(int fd, int level, int name, const void *val, socklen_t
 	}
 	if (s && level == SOL_SOCKET && name == SO_RCVLOWAT && val && len >= (socklen_t)sizeof(int)) {
 		/* what the engine still holds counts toward the kernel's mark */
-		int want = *(const int *)val, k = rs_tcp_kernel_lowat(s, want);
+		int want = *(const int *)val, k = rs_sock_kernel_lowat(s, want);
 		int r = REAL(setsockopt)(fd, level, name, &k, sizeof(k));
 		if (r == 0)
 			__atomic_store_n(&s->rcvlowat, want < 1 ? 1 : want, __ATOMIC_RELAXED);

@@ -189,51 +189,22 @@ static inline struct rs_sock *rs_engine_sock(struct rs_sock *s)
 	return s && rs_engine_on && !s->no_engine ? s : NULL;
 }
 
-/* The engine's receive on s: -errno, bytes, or RS_PASS.  f (may be NULL)
- * gets a datagram's source address and MSG_TRUNC; a stream socket
- * reports no address (length 0) and no flags. */
-static inline ssize_t rs_engine_recv(struct rs_sock *s, int fd, const struct iovec *iov, int n, int flags,
-				     struct rs_dgram_from *f)
-{
-	flags &= ~MSG_CMSG_CLOEXEC; /* (what the engine holds carries no control messages) */
-	ssize_t r;
-	if (s->type == SOCK_DGRAM) {
-		r = rs_udp_recv_call(s, fd, iov, n, flags, f);
-		if (r == RS_PASS)
-			rs_flush_own_tx(); /* (the kernel's read next: it may wait) */
-		return r;
-	}
-	r = rs_tcp_recv_call(s, fd, iov, n, flags);
-	if (r == RS_PASS)
-		rs_flush_own_tx();
-	if (f && r >= 0) {
-		if (f->name && f->namelen)
-			*f->namelen = 0;
-		f->flags = 0;
-	}
-	return r;
-}
-
 /* The engine's send on s (name: a datagram's destination, NULL for
  * none): queued by the engine, -errno, or RS_PASS (the kernel's). */
 static inline ssize_t rs_engine_send(struct rs_sock *s, int fd, const struct iovec *iov, int n, int flags,
 				     const void *name, socklen_t namelen)
 {
-	ssize_t r = s->type == SOCK_DGRAM ? rs_udp_send_call(s, fd, iov, n, flags, name, namelen)
-					  : rs_tcp_send_call(s, fd, iov, n, flags);
-	if (r == RS_PASS)
-		rs_flush_own_tx(); /* (the kernel's send next: what was queued goes first) */
-	return r;
+	struct rs_send m = { iov, n, flags, name, namelen, 0 };
+	return rs_sock_send(s, fd, &m);
 }
 
-/* After the kernel's send on a datagram socket of the engine (errno as
- * the call left it): what it proves about the destination, and a full
- * buffer makes writability the kernel's. */
+/* After the kernel's send on an engine socket (errno as the call left
+ * it): what it proves about a destination, a full buffer. */
 static inline void rs_after_send(struct rs_sock *s, int fd, ssize_t r, const void *name, socklen_t namelen)
 {
-	if (s && s->type == SOCK_DGRAM && rs_engine_on && atomic_load_explicit(&s->eng, memory_order_relaxed)) {
+	if (s && rs_engine_on && atomic_load_explicit(&s->eng, memory_order_relaxed)) {
 		int e = errno;
-		rs_udp_after_send(s, fd, r, e, name, namelen);
+		rs_sock_after_send(s, fd, r, e, name, namelen);
 		errno = e;
 	}
 }

@@ -9,7 +9,7 @@ RS_EXPORT ssize_t read(int fd, void *buf, size_t n)
 	struct rs_sock *s = rs_enter_fd(fd, RINGSOCK_FAM_RW);
 	if (rs_engine_sock(s) && n) {
 		struct iovec v = { buf, n };
-		ssize_t r = rs_engine_recv(s, fd, &v, 1, 0, NULL);
+		ssize_t r = rs_sock_recv(s, fd, &v, 1, 0, NULL);
 		if (r != RS_PASS)
 			return rs_engine_ret(s, RS_C_BYTES_RECEIVED, r);
 	}
@@ -37,7 +37,7 @@ RS_EXPORT ssize_t readv(int fd, const struct iovec *iov, int cnt)
 {
 	struct rs_sock *s = rs_enter_fd(fd, RINGSOCK_FAM_RW);
 	if (rs_engine_sock(s) && cnt > 0 && cnt <= IOV_MAX && rs_iov_total(iov, cnt)) {
-		ssize_t r = rs_engine_recv(s, fd, iov, cnt, 0, NULL);
+		ssize_t r = rs_sock_recv(s, fd, iov, cnt, 0, NULL);
 		if (r != RS_PASS)
 			return rs_engine_ret(s, RS_C_BYTES_RECEIVED, r);
 	}

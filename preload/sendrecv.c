@@ -40,27 +40,12 @@ RS_EXPORT ssize_t send(int fd, const void *buf, size_t n, int flags)
 	return r;
 }
 
-/* An address given to a send on a connected TCP socket is ignored by the
- * kernel (once it has checked its length), unless it is a fast-open
- * connect: such sends are served like any other (the engine arms only
- * connected sockets). */
-static int stream_addr_ignored(struct rs_sock *s, socklen_t len, int flags)
-{
-	return s->type == SOCK_STREAM && len <= (socklen_t)sizeof(struct sockaddr_storage) &&
-	       !(flags & MSG_FASTOPEN);
-}
-
 RS_EXPORT ssize_t sendto(int fd, const void *buf, size_t n, int flags, RS_CSA addr, socklen_t len)
 {
 	struct rs_sock *s = rs_enter_fd(fd, RINGSOCK_FAM_SENDRECV);
 	if (rs_engine_sock(s)) {
-		ssize_t r = RS_PASS;
-		if (s->type == SOCK_DGRAM || RS_SA_PTR(addr) == NULL || stream_addr_ignored(s, len, flags)) {
-			struct iovec v = { (void *)buf, n };
-			r = rs_engine_send(s, fd, &v, 1, flags, RS_SA_PTR(addr), len);
-		} else {
-			rs_sock_before_kernel(s, fd, -1);
-		}
+		struct iovec v = { (void *)buf, n };
+		ssize_t r = rs_engine_send(s, fd, &v, 1, flags, RS_SA_PTR(addr), len);
 		if (r != RS_PASS)
 			return rs_engine_ret(s, RS_C_BYTES_SENT, r);
 	}
@@ -75,17 +60,9 @@ RS_EXPORT ssize_t sendmsg(int fd, const struct msghdr *msg, int flags)
 	struct rs_sock *s = rs_enter_fd(fd, RINGSOCK_FAM_SENDRECV);
 	passing_fds(msg);
 	if (rs_engine_sock(s) && msg) {
-		ssize_t r = RS_PASS;
-		if (s->type == SOCK_DGRAM)
-			/* (a control message, or more than IOV_MAX: the kernel's) */
-			r = rs_engine_send(s, fd, msg->msg_iov,
-					   msg->msg_controllen || msg->msg_iovlen > IOV_MAX ? -1 : (int)msg->msg_iovlen,
-					   flags, msg->msg_name, msg->msg_namelen);
-		else if ((!msg->msg_name || stream_addr_ignored(s, msg->msg_namelen, flags)) && !msg->msg_controllen &&
-			 msg->msg_iovlen <= IOV_MAX)
-			r = rs_engine_send(s, fd, msg->msg_iov, (int)msg->msg_iovlen, flags, NULL, 0);
-		else
-			rs_sock_before_kernel(s, fd, -1);
+		struct rs_send m = { msg->msg_iov, msg->msg_iovlen > IOV_MAX ? -1 : (int)msg->msg_iovlen, flags,
+				     msg->msg_name, msg->msg_namelen, msg->msg_controllen != 0 };
+		ssize_t r = rs_sock_send(s, fd, &m);
 		if (r != RS_PASS)
 			return rs_engine_ret(s, RS_C_BYTES_SENT, r);
 	}
@@ -110,13 +87,12 @@ RS_EXPORT int sendmmsg(int fd, struct mmsghdr *vec, unsigned int vlen, RS_MMSG_F
 	struct rs_sock *s = rs_enter_fd(fd, RINGSOCK_FAM_SENDRECV);
 	for (unsigned i = 0; vec && i < vlen; i++)
 		passing_fds(&vec[i].msg_hdr);
-	if (rs_engine_sock(s) && s->type == SOCK_DGRAM) {
-		/* the kernel's (n -1: none queued), after what is queued */
-		ssize_t e = rs_udp_send_call(s, fd, NULL, -1, flags, NULL, 0);
+	if (rs_engine_sock(s)) {
+		/* the kernel's (n -1), after what is queued */
+		struct rs_send m = { NULL, -1, flags, NULL, 0, 0 };
+		ssize_t e = rs_sock_send(s, fd, &m);
 		if (e != RS_PASS)
 			return (int)rs_ret(e);
-	} else if (rs_engine_sock(s)) {
-		rs_sock_before_kernel(s, fd, -1);
 	}
 	int r = REAL(sendmmsg)(fd, vec, vlen, flags);
 	if (r < 0)
@@ -131,7 +107,7 @@ RS_EXPORT ssize_t recv(int fd, void *buf, size_t n, int flags)
 	struct rs_sock *s = rs_enter_fd(fd, RINGSOCK_FAM_SENDRECV);
 	if (rs_engine_sock(s)) {
 		struct iovec v = { buf, n };
-		ssize_t r = rs_engine_recv(s, fd, &v, 1, flags, NULL);
+		ssize_t r = rs_sock_recv(s, fd, &v, 1, flags, NULL);
 		if (r != RS_PASS)
 			return rs_engine_ret(s, RS_C_BYTES_RECEIVED, r);
 	}
@@ -146,7 +122,7 @@ RS_EXPORT ssize_t recvfrom(int fd, void *buf, size_t n, int flags, RS_SA addr, s
 	if (rs_engine_sock(s)) {
 		struct iovec v = { buf, n };
 		struct rs_dgram_from f = { RS_SA_PTR(addr), len, 0 };
-		ssize_t r = rs_engine_recv(s, fd, &v, 1, flags, &f);
+		ssize_t r = rs_sock_recv(s, fd, &v, 1, flags, &f);
 		if (r != RS_PASS)
 			return rs_engine_ret(s, RS_C_BYTES_RECEIVED, r);
 	}
@@ -160,7 +136,7 @@ RS_EXPORT ssize_t recvmsg(int fd, struct msghdr *msg, int flags)
 	struct rs_sock *s = rs_enter_fd(fd, RINGSOCK_FAM_SENDRECV);
 	if (rs_engine_sock(s) && msg && msg->msg_iovlen <= IOV_MAX) {
 		struct rs_dgram_from f = { msg->msg_name, &msg->msg_namelen, 0 };
-		ssize_t r = rs_engine_recv(s, fd, msg->msg_iov, (int)msg->msg_iovlen, flags, &f);
+		ssize_t r = rs_sock_recv(s, fd, msg->msg_iov, (int)msg->msg_iovlen, flags, &f);
 		if (r != RS_PASS) {
 			if (r >= 0) {
 				msg->msg_controllen = 0;
@@ -178,16 +154,13 @@ RS_EXPORT int recvmmsg(int fd, struct mmsghdr *vec, unsigned int vlen, RS_MMSG_F
 		       struct timespec *tmo)
 {
 	struct rs_sock *s = rs_enter_fd(fd, RINGSOCK_FAM_SENDRECV);
-	if (rs_engine_sock(s) && s->type == SOCK_DGRAM && vec) {
-		int r = rs_udp_recvmmsg(s, fd, vec, vlen, flags, tmo);
+	if (rs_engine_sock(s)) {
+		int r = rs_sock_recvmmsg(s, fd, vec, vlen, flags, tmo);
 		if (r != (int)RS_PASS) {
 			if (r > 0)
 				rs_count_bytes(s, RS_C_BYTES_RECEIVED, mmsg_bytes(vec, r));
 			return (int)rs_ret(r);
 		}
-		rs_flush_own_tx(); /* (the kernel's read next: it may wait) */
-	} else if (rs_engine_sock(s)) {
-		rs_sock_before_kernel(s, fd, RINGSOCK_PT_OPTION);
 	}
 	int r = REAL(recvmmsg)(fd, vec, vlen, flags, tmo);
 	if (s && r > 0)
@@ -217,18 +190,6 @@ RS_EXPORT ssize_t sendfile64(int out_fd, int in_fd, off64_t *off, size_t n)
 }
 #endif
 
-/* Bytes the engine holds for a socket (it has left the engine: no more
- * come). */
-static size_t held_bytes(struct rs_sock *s, int fd)
-{
-	struct rs_esock *t = rs_esock_enter(s, fd, 0);
-	if (!t)
-		return 0;
-	size_t n = rs_esock_passive(t) ? 0 : t->ops->held(t);
-	rs_esock_unlock(t);
-	return n;
-}
-
 /* Write to a pipe without waiting: through the program's description if
  * it is nonblocking, else through a new one (open of /proc/self/fd/N), so
  * the program's own O_NONBLOCK is never changed under it. */
@@ -257,7 +218,7 @@ static long pipe_write_nb(int fd, const void *buf, size_t n)
  * one splice would have taken both.  RS_PASS when nothing is held. */
 static ssize_t splice_held(struct rs_sock *s, int fd_in, int fd_out, size_t len, unsigned flags)
 {
-	size_t held = held_bytes(s, fd_in);
+	size_t held = rs_sock_held(s, fd_in); /* (it has left the engine: no more come) */
 	if (!held || !len)
 		return RS_PASS;
 	char buf[16384];
@@ -265,7 +226,7 @@ static ssize_t splice_held(struct rs_sock *s, int fd_in, int fd_out, size_t len,
 	if (want > sizeof(buf))
 		want = sizeof(buf);
 	struct iovec v = { buf, want };
-	ssize_t n = rs_engine_recv(s, fd_in, &v, 1, MSG_PEEK | MSG_DONTWAIT, NULL);
+	ssize_t n = rs_sock_recv(s, fd_in, &v, 1, MSG_PEEK | MSG_DONTWAIT, NULL);
 	if (n <= 0)
 		return n == 0 ? RS_PASS : n;
 	long w;
@@ -283,7 +244,7 @@ static ssize_t splice_held(struct rs_sock *s, int fd_in, int fd_out, size_t len,
 		return w;
 	/* what went into the pipe is taken (from the held bytes: w <= held) */
 	v.iov_len = (size_t)w;
-	if (rs_engine_recv(s, fd_in, &v, 1, MSG_DONTWAIT, NULL) != w)
+	if (rs_sock_recv(s, fd_in, &v, 1, MSG_DONTWAIT, NULL) != w)
 		rs_warn("splice: fd %d: the held bytes changed under the call", fd_in);
 	if ((size_t)w == held && (size_t)w < len) {
 		/* all held went: the kernel's queue next, without waiting */

@@ -8,7 +8,7 @@
  * which handlers ran and whether they restart calls comes from sig.c
  * (rs_wait_result).  A call that moved bytes before an error or a signal
  * returns the bytes (rs_with_done) and keeps an asynchronous error for the
- * next call (rs_keep_error).
+ * next call (rs_keep_error, sock.c).
  */
 #include <errno.h>
 #include <poll.h>
@@ -19,7 +19,6 @@
 
 #include "engine.h"
 #include "sys.h"
-#include "engine.h"
 
 static int64_t timeo_get(int fd, int name)
 {
@@ -145,28 +144,6 @@ int rs_iov_cur_skip(struct iov_cur *c, const struct iovec *iov, int n, size_t k)
 		c->n--;
 	}
 	return 0;
-}
-
-/* A blocking call that moved bytes then met an error (a reset) returns
- * the bytes; the kernel keeps such an error for the next call, but our
- * continuation's own kernel call has taken it: keep it for that call. */
-void rs_keep_error(struct rs_sock *s, size_t done, ssize_t r)
-{
-	if (!done || r >= 0)
-		return;
-	switch (-r) { /* the socket's pending (asynchronous) errors only */
-	case ECONNRESET: case ETIMEDOUT: case ECONNREFUSED: case EHOSTUNREACH:
-	case ENETUNREACH: case ENETDOWN: case EHOSTDOWN:
-		__atomic_store_n(&s->err_kept, (int)-r, __ATOMIC_RELAXED);
-	}
-}
-
-/* The error keep_error kept, for this call (0: none). */
-int rs_kept_error(struct rs_sock *s)
-{
-	if (!__atomic_load_n(&s->err_kept, __ATOMIC_RELAXED))
-		return 0;
-	return __atomic_exchange_n(&s->err_kept, 0, __ATOMIC_RELAXED);
 }
 
 /* A blocking call's result: bytes done before an error or the end count. */

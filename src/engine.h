@@ -532,6 +532,27 @@ enum rs_esock_mode {
 	RS_ES_DETACHED,  /* what it held is served, then the kernel */
 };
 
+/* Where a receive puts the datagram's source address (name, *namelen: in
+ * its room, out its length) and what it says of it (flags: MSG_TRUNC). */
+struct rs_dgram_from {
+	void *name;
+	socklen_t *namelen;
+	int flags;
+};
+/* A send as the program made it (send, sendto, sendmsg, sendmmsg, write,
+ * writev), for the kind to serve or to leave to the kernel. */
+struct rs_send {
+	const struct iovec *iov;
+	int n;               /* iov's count; -1: the kernel's call (more than
+			      * IOV_MAX, or sendmmsg), after what is queued */
+	int flags;           /* MSG_* */
+	const void *name;    /* the destination given, or NULL */
+	socklen_t namelen;
+	int control;         /* the message carries ancillary data */
+};
+struct mmsghdr;
+struct timespec;
+
 struct rs_kind_ops;
 
 struct rs_esock {
@@ -599,12 +620,27 @@ struct rs_kind_ops {
 						      * engine holds (detached) */
 	int (*kernel_input)(struct rs_esock *e);    /* hint: the kernel holds
 						      * its input and reports it */
-	/* calls the preload layer makes on a socket that is not passive */
+	/* on a socket that is not passive, locked (sock.c's rs_sock_* calls) */
 	int (*fionread)(struct rs_esock *e, int *out); /* FIONREAD/SIOCINQ: 0 or -errno */
 	int (*so_error)(struct rs_esock *e);        /* its pending error, taken (0: none) */
 	size_t (*held)(struct rs_esock *e);         /* received bytes the engine holds */
 	size_t (*tx_held)(struct rs_esock *e);      /* sent bytes not yet the kernel's */
 	int (*shutdown)(struct rs_esock *e, int how); /* 0, -errno or RS_PASS */
+	/* the SO_RCVLOWAT to give the kernel for the program's mark (the
+	 * socket left the engine: what it holds counts); NULL: the mark */
+	int (*kernel_lowat)(struct rs_esock *e, int lowat);
+	/* The program's calls, on a record not yet entered (sock.c's
+	 * rs_sock_recv and the like): -errno, bytes, or RS_PASS (the kernel's
+	 * call).  A NULL recvmmsg_call leaves the socket to the kernel for
+	 * it; a NULL after_send or before_connect has nothing to do. */
+	ssize_t (*recv_call)(struct rs_sock *s, int fd, const struct iovec *iov, int n, int flags,
+			     struct rs_dgram_from *f); /* f: NULL, or the source's room */
+	ssize_t (*send_call)(struct rs_sock *s, int fd, const struct rs_send *m);
+	int (*recvmmsg_call)(struct rs_sock *s, int fd, struct mmsghdr *vec, unsigned vlen, int flags,
+			     struct timespec *tmo);
+	/* after the kernel's send (r, and errno as err) */
+	void (*after_send)(struct rs_sock *s, int fd, ssize_t r, int err, const void *name, socklen_t namelen);
+	void (*before_connect)(struct rs_sock *s, int fd);
 };
 
 /* Kinds are registered at start (engine.c): one per socket type. */
@@ -721,8 +757,8 @@ void rs_sock_urgent(struct rs_sock *s, int fd);
  * says whether a socket's local or peer port is such a connection's (two
  * system calls: ask once per socket). */
 extern int rs_self_connect; /* [hint, set only] */
-void rs_sock_listening(int fd);
-int rs_sock_to_self(const struct sockaddr *to, socklen_t len);
+void rs_sock_listening(struct rs_sock *s, int fd);
+int rs_sock_to_self(struct rs_sock *s, const struct sockaddr *to, socklen_t len);
 void rs_sock_connected_self(int fd);
 int rs_sock_self_peer(int fd);
 
@@ -730,40 +766,38 @@ int rs_sock_self_peer(int fd);
  * caller must make the ordinary call itself. */
 #define RS_PASS (-100000L)
 
+/* The program's calls on an engine socket, through its kind's table:
+ * preload/ never asks which kind a socket is.  The kernel's call next
+ * (RS_PASS) has this thread's queued sends go first. */
+ssize_t rs_sock_recv(struct rs_sock *s, int fd, const struct iovec *iov, int n, int flags,
+		     struct rs_dgram_from *f);
+ssize_t rs_sock_send(struct rs_sock *s, int fd, const struct rs_send *m);
+int rs_sock_recvmmsg(struct rs_sock *s, int fd, struct mmsghdr *vec, unsigned vlen, int flags,
+		     struct timespec *tmo);
+/* After the kernel's send on an engine socket (errno as err). */
+void rs_sock_after_send(struct rs_sock *s, int fd, ssize_t r, int err, const void *name, socklen_t namelen);
+void rs_sock_before_connect(struct rs_sock *s, int fd);
+/* FIONREAD: 0 (*out set), -errno, or RS_PASS. */
+int rs_sock_fionread(struct rs_sock *s, int fd, int *out);
+/* Received bytes the engine holds (0 when passive or not armed). */
+size_t rs_sock_held(struct rs_sock *s, int fd);
+/* SO_ERROR: the error a call kept, else the one the engine saw first
+ * (taken); 0: ask the kernel. */
+int rs_sock_so_error(struct rs_sock *s, int fd);
+/* shutdown: 0, -errno, or RS_PASS. */
+int rs_sock_shutdown(struct rs_sock *s, int fd, int how);
+/* SO_RCVLOWAT for the kernel, given the program's mark. */
+int rs_sock_kernel_lowat(struct rs_sock *s, int lowat);
+/* Bytes then an error: keep an asynchronous error for the next call. */
+void rs_keep_error(struct rs_sock *s, size_t done, ssize_t r);
+/* ... and take it (0: none). */
+int rs_kept_error(struct rs_sock *s);
+
 /* ---- tcp.c, tcp_recv.c, tcp_send.c: stream sockets (tcp_int.h inside) --- */
 extern const struct rs_kind_ops rs_tcp_ops;
-ssize_t rs_tcp_recv_call(struct rs_sock *s, int fd, const struct iovec *iov, int n, int flags);
-ssize_t rs_tcp_send_call(struct rs_sock *s, int fd, const struct iovec *iov, int n, int flags);
-/* The SO_RCVLOWAT to give the kernel for the application's lowat: lowered
- * by the bytes the engine still holds (the socket has left the engine),
- * so the kernel's readiness counts them. */
-int rs_tcp_kernel_lowat(struct rs_sock *s, int lowat);
 
-/* ---- udp.c: datagram sockets ------------------------------------------------------ */
+/* ---- udp.c, udp_send.c: datagram sockets (udp_int.h inside) ---------------- */
 extern const struct rs_kind_ops rs_udp_ops;
-/* Where a receive puts the datagram's source address (name, *namelen: in
- * its room, out its length) and what it says of it (flags: MSG_TRUNC). */
-struct rs_dgram_from {
-	void *name;
-	socklen_t *namelen;
-	int flags;
-};
-/* recv, recvfrom, recvmsg, read: -errno, bytes, or RS_PASS (f may be NULL). */
-ssize_t rs_udp_recv_call(struct rs_sock *s, int fd, const struct iovec *iov, int n, int flags,
-			 struct rs_dgram_from *f);
-struct mmsghdr;
-struct timespec;
-int rs_udp_recvmmsg(struct rs_sock *s, int fd, struct mmsghdr *vec, unsigned vlen, int flags, struct timespec *tmo);
-/* send, sendto, sendmsg, write, writev (udp_send.c): the length (queued),
- * -errno (an error the engine holds is this send's), or RS_PASS (the
- * kernel's send; what was queued is out first). */
-ssize_t rs_udp_send_call(struct rs_sock *s, int fd, const struct iovec *iov, int n, int flags, const void *name,
-			 socklen_t namelen);
-/* After the kernel's send (r, and errno as err): what it proves about the
- * destination; a full buffer makes writability the kernel's. */
-void rs_udp_after_send(struct rs_sock *s, int fd, ssize_t r, int err, const void *name, socklen_t namelen);
-/* Before connect: what this thread queued on s goes to the old peer. */
-void rs_udp_before_connect(struct rs_sock *s, int fd);
 
 /* ---- block.c: blocking calls (every kind) ---------------------------------- */
 /* A private copy of an iovec array that can be advanced past bytes done. */
@@ -786,10 +820,6 @@ int rs_block_on_fd(int fd, short ev, int64_t deadline, int partial);
 int rs_short_by_ring(int64_t deadline);
 int rs_iov_cur_skip(struct iov_cur *c, const struct iovec *iov, int n, size_t k);
 size_t rs_iov_total(const struct iovec *iov, int n);
-/* Bytes then an error: keep an asynchronous error for the next call. */
-void rs_keep_error(struct rs_sock *s, size_t done, ssize_t r);
-/* ... and take it (0: none). */
-int rs_kept_error(struct rs_sock *s);
 /* A blocking call's result: bytes done before an error or the end count. */
 ssize_t rs_with_done(size_t done, ssize_t r);
 

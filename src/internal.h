@@ -122,7 +122,7 @@ struct rs_sock {
 	uint8_t urgent;         /* the program asked about urgent data */
 	uint8_t shut_rd, shut_wr; /* shut down before the engine armed it */
 	int err_kept;           /* an error a call that returned bytes met, for
-				 * the next call (block.c rs_keep_error) */
+				 * the next call (sock.c rs_keep_error) */
 	uint8_t pt_counted;     /* counted as accelerated or passed through */
 	uint8_t pt_counted_blocking; /* counted once as blocking */
 	/* engine, blocking sockets (here: a blocking read ends unlocked) */

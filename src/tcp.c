@@ -583,6 +583,40 @@ static void destroy(struct rs_esock *e)
 		munmap(t->leftover, t->leftover_map);
 }
 
+/* ---- the program's calls ---------------------------------------------------- */
+
+static ssize_t recv_call(struct rs_sock *s, int fd, const struct iovec *iov, int n, int flags,
+			 struct rs_dgram_from *f)
+{
+	ssize_t r = rs_tcp_recv_call(s, fd, iov, n, flags);
+	if (f && r >= 0) { /* (a stream reports no address and no flags) */
+		if (f->name && f->namelen)
+			*f->namelen = 0;
+		f->flags = 0;
+	}
+	return r;
+}
+
+/* An address given to a send on a connected TCP socket is ignored by the
+ * kernel (once it has checked its length), unless it is a fast-open
+ * connect: such sends are served like any other (the engine arms only
+ * connected sockets).  Ancillary data, more than IOV_MAX buffers, and
+ * sendmmsg are the kernel's, after what is queued. */
+static ssize_t send_call(struct rs_sock *s, int fd, const struct rs_send *m)
+{
+	if (m->n < 0 || m->control ||
+	    (m->name && (m->namelen > (socklen_t)sizeof(struct sockaddr_storage) || (m->flags & MSG_FASTOPEN)))) {
+		rs_sock_before_kernel(s, fd, -1);
+		return RS_PASS;
+	}
+	return rs_tcp_send_call(s, fd, m->iov, m->n, m->flags);
+}
+
+static int kernel_lowat(struct rs_esock *e, int lowat)
+{
+	return rs_tcp_kernel_lowat(e->sock, lowat);
+}
+
 const struct rs_kind_ops rs_tcp_ops = {
 	.name = "tcp",
 	.rx_group = RS_BGID_TCP,
@@ -611,5 +645,8 @@ const struct rs_kind_ops rs_tcp_ops = {
 	.held = held_bytes,
 	.tx_held = tx_held,
 	.shutdown = shutdown_sock,
+	.kernel_lowat = kernel_lowat,
+	.recv_call = recv_call,
+	.send_call = send_call,
 };
 

@@ -198,4 +198,13 @@ int rs_tcp_take_error(struct rs_tcp *t);
  * completion): kept for the program's next call. */
 void rs_tcp_set_tx_err(struct rs_tcp *t, int e);
 
+/* The program's calls (the kind's table, tcp.c; sock.c's rs_sock_*):
+ * -errno, bytes, or RS_PASS. */
+ssize_t rs_tcp_recv_call(struct rs_sock *s, int fd, const struct iovec *iov, int n, int flags);
+ssize_t rs_tcp_send_call(struct rs_sock *s, int fd, const struct iovec *iov, int n, int flags);
+/* The SO_RCVLOWAT to give the kernel for the application's lowat: lowered
+ * by the bytes the engine still holds (the socket has left the engine),
+ * so the kernel's readiness counts them. */
+int rs_tcp_kernel_lowat(struct rs_sock *s, int lowat);
+
 #endif

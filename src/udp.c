@@ -1180,6 +1180,13 @@ static void no_drain(struct rs_ring *r, struct rs_esock *e)
 	(void)e;
 }
 
+/* A send's message: ancillary data, or more than IOV_MAX buffers, is the
+ * kernel's (n -1), after what is queued. */
+static ssize_t send_call(struct rs_sock *s, int fd, const struct rs_send *m)
+{
+	return rs_udp_send_call(s, fd, m->iov, m->control ? -1 : m->n, m->flags, m->name, m->namelen);
+}
+
 const struct rs_kind_ops rs_udp_ops = {
 	.name = "udp",
 	.rx_group = RS_BGID_UDP,
@@ -1208,4 +1215,9 @@ const struct rs_kind_ops rs_udp_ops = {
 	.held = held_bytes,
 	.tx_held = tx_held,
 	.shutdown = shutdown_sock,
+	.recv_call = rs_udp_recv_call,
+	.send_call = send_call,
+	.recvmmsg_call = rs_udp_recvmmsg,
+	.after_send = rs_udp_after_send,
+	.before_connect = rs_udp_before_connect,
 };

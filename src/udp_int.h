@@ -134,4 +134,20 @@ void rs_udp_tx_unpoll(struct rs_ring *r, struct rs_udp *u);
  * destinations the kernel took prove nothing any more. */
 void rs_udp_tx_forget(struct rs_udp *u);
 
+/* The program's calls (the kind's table, udp.c; sock.c's rs_sock_*): */
+/* recv, recvfrom, recvmsg, read: -errno, bytes, or RS_PASS (f may be NULL). */
+ssize_t rs_udp_recv_call(struct rs_sock *s, int fd, const struct iovec *iov, int n, int flags,
+			 struct rs_dgram_from *f);
+int rs_udp_recvmmsg(struct rs_sock *s, int fd, struct mmsghdr *vec, unsigned vlen, int flags, struct timespec *tmo);
+/* send, sendto, sendmsg, write, writev (udp_send.c): the length (queued),
+ * -errno (an error the engine holds is this send's), or RS_PASS (the
+ * kernel's send; what was queued is out first).  n -1: the kernel's. */
+ssize_t rs_udp_send_call(struct rs_sock *s, int fd, const struct iovec *iov, int n, int flags, const void *name,
+			 socklen_t namelen);
+/* After the kernel's send (r, and errno as err): what it proves about the
+ * destination; a full buffer makes writability the kernel's. */
+void rs_udp_after_send(struct rs_sock *s, int fd, ssize_t r, int err, const void *name, socklen_t namelen);
+/* Before connect: what this thread queued on s goes to the old peer. */
+void rs_udp_before_connect(struct rs_sock *s, int fd);
+
 #endif
