@@ -15,6 +15,26 @@ const char *rs_cli_io_uring_blocker(const struct rs_config *cfg);
 /* stat.c: `ringsock stat ARGS...`; returns the exit status. */
 int rs_cli_stat(int argc, char **argv);
 
+/* stat.c, for metrics.c: a process's consistent copy of its segment. */
+struct rs_pub;
+struct proc {
+	struct rs_pub *p; /* a consistent copy */
+	struct proc *prev_sample; /* (--watch: the same process one interval ago) */
+};
+/* The processes of PIDs (none: every one this user may read); 0, or 1
+ * after a message for each PID that cannot be shown. */
+int rs_stat_gather(int npids, const int *pids, struct proc **out, int *n);
+void rs_stat_free(struct proc *ps, int n);
+/* The command name, printable; a pass-through reason's name. */
+const char *rs_stat_comm(const struct rs_pub *p, char *buf, size_t len);
+const char *rs_stat_reason(int r);
+
+/* metrics.c: the copies in the Prometheus text format (version 0.0.4). */
+void rs_metrics_print(FILE *o, const struct proc *ps, int n);
+/* metrics.c: `ringsock stat --serve [ADDR:]PORT`: GET /metrics over HTTP
+ * until SIGINT or SIGTERM; returns the exit status. */
+int rs_metrics_serve(const char *spec);
+
 /* progcheck.c: why PROGRAM (a path) cannot take a preload library, or NULL
  * if it can.  Follows one level of #! to the interpreter. */
 const char *rs_prog_blocker(const char *path, char *why, size_t len);
