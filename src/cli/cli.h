@@ -35,6 +35,24 @@ void rs_metrics_print(FILE *o, const struct proc *ps, int n);
  * until SIGINT or SIGTERM; returns the exit status. */
 int rs_metrics_serve(const char *spec);
 
+/* main.c: the knob settings of a profile (NULL-terminated), or NULL after
+ * a message. */
+const char *const *rs_cli_profile(const char *name);
+/* main.c: the full name (RINGSOCK_X, upper case) of a KNOB=VALUE setting
+ * whose prefix may be left out; 0, or -1 after a message (no '=', an
+ * unknown knob). */
+int rs_cli_knob_name(const char *kv, char *name, size_t len);
+/* main.c: parse and check RINGSOCK_* settings as the launcher does before
+ * PROGRAM; 0, or -1 after a message for each problem and one saying what
+ * is refused. */
+int rs_cli_knobs_check(char *const *envp, struct rs_config *cfg, const char *refusal);
+/* main.c: the library to preload: next to a build-tree binary, else the
+ * installed one; 0, or -1 after a message. */
+int rs_cli_find_library(char *out, size_t len);
+
+/* service.c: `ringsock enable|disable UNIT ARGS...`; the exit status. */
+int rs_cli_service(int enable, int argc, char **argv);
+
 /* progcheck.c: why PROGRAM (a path) cannot take a preload library, or NULL
  * if it can.  Follows one level of #! to the interpreter. */
 const char *rs_prog_blocker(const char *path, char *why, size_t len);
