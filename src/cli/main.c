@@ -18,6 +18,7 @@ extern char **environ;
 static const char usage[] =
 	"Usage: ringsock [OPTIONS] [--] PROGRAM [ARGS...]\n"
 	"       ringsock stat [--sockets] [--json] [--watch[=SECONDS]] [--count N] [PID...]\n"
+	"       ringsock stat --openmetrics [PID...] | --serve [ADDR:]PORT\n"
 	"       ringsock check [--knobs] [--route ADDR]...\n"
 	"       ringsock knobs [--man]\n"
 	"       ringsock enable UNIT [--profile NAME] [--set KNOB=VALUE]... [--dir DIR]\n"
