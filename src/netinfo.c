@@ -10,6 +10,7 @@
 #include <netinet/in.h>
 #include <linux/inet_diag.h>
 #include <linux/netlink.h>
+#include <linux/rtnetlink.h>
 #include <linux/sock_diag.h>
 
 #ifdef RS_HAVE_LIBNL
