@@ -254,10 +254,8 @@ static int udp_diag_family(int family, void (*fn)(const struct rs_udp_diag *d, v
 					d.rmem = mi[SK_MEMINFO_RMEM_ALLOC];
 					d.rcvbuf = mi[SK_MEMINFO_RCVBUF];
 				}
-				if (cnt > SK_MEMINFO_DROPS) {
+				if (cnt > SK_MEMINFO_DROPS)
 					d.drops = mi[SK_MEMINFO_DROPS];
-					d.have_drops = 1;
-				}
 			}
 			fn(&d, arg);
 			n++;

@@ -37,8 +37,9 @@ struct rs_udp_diag {
 	unsigned inode;
 	unsigned rqueue, wqueue;  /* bytes in the receive and send queues */
 	unsigned rmem, rcvbuf;    /* skmem: receive memory held, SO_RCVBUF */
-	unsigned drops;           /* skmem: datagrams the kernel dropped */
-	int have_drops;           /* (kernels before 4.7 lack the field) */
+	unsigned drops;           /* skmem: datagrams the kernel dropped
+				   * (0 from kernels without the field,
+				   * before 4.7: none the engine runs on) */
 };
 /* Every UDP socket of this network namespace (IPv4 and IPv6): fn is
  * called for each.  Returns how many, or -1 (the query failed, e.g. no

@@ -25,9 +25,8 @@ struct proc {
  * after a message for each PID that cannot be shown. */
 int rs_stat_gather(int npids, const int *pids, struct proc **out, int *n);
 void rs_stat_free(struct proc *ps, int n);
-/* The command name, printable; a pass-through reason's name. */
+/* The command name, printable (a program chooses its own). */
 const char *rs_stat_comm(const struct rs_pub *p, char *buf, size_t len);
-const char *rs_stat_reason(int r);
 
 /* metrics.c: the copies in the Prometheus text format (version 0.0.4). */
 void rs_metrics_print(FILE *o, const struct proc *ps, int n);

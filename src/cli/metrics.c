@@ -116,7 +116,6 @@ static int64_t clock_ns(clockid_t c)
 		family(o, name, type, help);                            \
 		for (int i = 0; i < n; i++) {                           \
 			const struct rs_pub *p = ps[i].p;               \
-			(void)p;                                        \
 			sample(o, name, p, (uint64_t)(expr));           \
 		}                                                       \
 	} while (0)

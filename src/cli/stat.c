@@ -375,7 +375,7 @@ static const char *engine_text(const struct rs_pub *p)
 	return "off";
 }
 
-const char *rs_stat_reason(int r)
+static const char *reason_name(int r)
 {
 	return r >= 0 && r < RINGSOCK_PT_COUNT ? rs_pt_names[r] : "?";
 }
@@ -457,7 +457,7 @@ static void print_text(FILE *o, struct proc *ps, int n, int sockets)
 			fprintf(o, "         (this copy is %.0f s old: the process has no thread of the library's to refresh it)\n",
 				age);
 		if (strcmp(engine_text(p), "on"))
-			fprintf(o, "         engine off: %s\n", rs_stat_reason(p->pt_reason));
+			fprintf(o, "         engine off: %s\n", reason_name(p->pt_reason));
 		if (passed) {
 			fprintf(o, "         passed through:");
 			for (int r = 0; r < RINGSOCK_PT_COUNT; r++)
@@ -480,7 +480,7 @@ static void print_text(FILE *o, struct proc *ps, int n, int sockets)
 			char kind[8], state[48], rx[24] = "-", tx[24] = "-";
 			snprintf(kind, sizeof(kind), "%s%d", k->kind == RS_PUB_UDP ? "udp" : "tcp", k->family);
 			snprintf(state, sizeof(state), "%s%s%s", sock_states[k->state < NSTATES ? k->state : 0],
-				 k->state == RS_PUB_PASSED ? ": " : "", k->state == RS_PUB_PASSED ? rs_stat_reason(k->reason) : "");
+				 k->state == RS_PUB_PASSED ? ": " : "", k->state == RS_PUB_PASSED ? reason_name(k->reason) : "");
 			if (k->rx_held >= 0)
 				snprintf(rx, sizeof(rx), "%" PRId64, k->rx_held);
 			if (k->tx_held >= 0)
@@ -527,7 +527,7 @@ static void print_json(FILE *o, struct proc *ps, int n, int sockets)
 			(double)(mono_ns() - p->updated_ns) / 1e9);
 		json_str(o, p->comm);
 		fprintf(o, ",\"engine\":\"%s\",\"reason\":\"%s\",\"uptime_s\":%.3f,", engine_text(p),
-			p->pt_reason ? rs_stat_reason(p->pt_reason) : "", (double)(p->updated_ns - p->started_ns) / 1e9);
+			p->pt_reason ? reason_name(p->pt_reason) : "", (double)(p->updated_ns - p->started_ns) / 1e9);
 		fprintf(o, "\"sockets_tracked\":%" PRIu64 ",\"sockets_served\":%" PRIu64 ",\"passthrough\":{",
 			s->sockets_tracked, s->sockets_accelerated);
 		for (int r = 0; r < RINGSOCK_PT_COUNT; r++)
@@ -551,7 +551,7 @@ static void print_json(FILE *o, struct proc *ps, int n, int sockets)
 					   ",\"tx_held\":%" PRId64,
 					j ? "," : "", k->fd, k->kind == RS_PUB_UDP ? "udp" : "tcp", k->family,
 					sock_states[k->state < NSTATES ? k->state : 0],
-					k->state == RS_PUB_PASSED ? rs_stat_reason(k->reason) : "", k->rx_held, k->tx_held);
+					k->state == RS_PUB_PASSED ? reason_name(k->reason) : "", k->rx_held, k->tx_held);
 				if (v) {
 					fprintf(o, ",\"local\":\"%s\",\"peer\":\"%s\",\"kernel\":{\"state\":\"%s\",\"send_q\":%u,\"recv_q\":%u",
 						v->local, v->peer, state_name(v->state, k->kind == RS_PUB_UDP),
