@@ -1,6 +1,17 @@
-/* netinfo.c - link information from rtnetlink through libnl.  Built only
- * where libnl is available (not in the musl build). */
+/* netinfo.c - link information from rtnetlink through libnl, TCP sockets
+ * from inet_diag through libnl-idiag (built only where libnl is available:
+ * not in the musl build), UDP sockets from sock_diag asked directly. */
 #include "netinfo.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+#include <netinet/in.h>
+#include <linux/inet_diag.h>
+#include <linux/netlink.h>
+#include <linux/rtnetlink.h>
+#include <linux/sock_diag.h>
 
 #ifdef RS_HAVE_LIBNL
 #include <net/if.h>
@@ -173,3 +184,88 @@ int rs_netinfo_routes(void (*fn)(const char *prefix, const struct sockaddr *prob
 	return -1;
 }
 #endif
+
+/* ---- UDP: sock_diag without libnl ------------------------------------------------ */
+/* libnl-idiag sends the old TCPDIAG_GETSOCK request, which has no protocol
+ * field; UDP needs SOCK_DIAG_BY_FAMILY with inet_diag_req_v2.  Plain
+ * netlink, so the musl build (no libnl) has it too. */
+
+static int udp_diag_family(int family, void (*fn)(const struct rs_udp_diag *d, void *arg), void *arg, char *err,
+			   size_t errlen)
+{
+	int fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
+	if (fd < 0) {
+		snprintf(err, errlen, "sock_diag: %s", strerror(errno));
+		return -1;
+	}
+	struct {
+		struct nlmsghdr nh;
+		struct inet_diag_req_v2 r;
+	} req = {
+		.nh = { .nlmsg_len = sizeof(req), .nlmsg_type = SOCK_DIAG_BY_FAMILY,
+			.nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP, .nlmsg_seq = 1 },
+		.r = { .sdiag_family = (unsigned char)family, .sdiag_protocol = IPPROTO_UDP,
+		       .idiag_ext = 1 << (INET_DIAG_SKMEMINFO - 1), .idiag_states = ~0u },
+	};
+	struct sockaddr_nl sa = { .nl_family = AF_NETLINK };
+	if (sendto(fd, &req, sizeof(req), 0, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		snprintf(err, errlen, "sock_diag: %s", strerror(errno));
+		close(fd);
+		return -1;
+	}
+	/* (aligned for the headers; the kernel fills each part of a dump
+	 * to what the reader's buffer takes) */
+	long buf[8192 / sizeof(long)];
+	int n = 0;
+	for (;;) {
+		ssize_t len = recv(fd, buf, sizeof(buf), 0);
+		if (len < 0 && errno == EINTR)
+			continue;
+		if (len <= 0) {
+			snprintf(err, errlen, "sock_diag: %s", len < 0 ? strerror(errno) : "end of data");
+			close(fd);
+			return -1;
+		}
+		for (struct nlmsghdr *h = (struct nlmsghdr *)buf; NLMSG_OK(h, (size_t)len); h = NLMSG_NEXT(h, len)) {
+			if (h->nlmsg_type == NLMSG_DONE) {
+				close(fd);
+				return n;
+			}
+			if (h->nlmsg_type == NLMSG_ERROR) {
+				const struct nlmsgerr *e = NLMSG_DATA(h);
+				int code = h->nlmsg_len >= NLMSG_LENGTH(sizeof(*e)) ? -e->error : EPROTO;
+				snprintf(err, errlen, "sock_diag for UDP: %s%s", strerror(code),
+					 code == ENOENT ? " (no udp_diag module?)" : "");
+				close(fd);
+				return -1;
+			}
+			if (h->nlmsg_type != SOCK_DIAG_BY_FAMILY || h->nlmsg_len < NLMSG_LENGTH(sizeof(struct inet_diag_msg)))
+				continue;
+			const struct inet_diag_msg *m = NLMSG_DATA(h);
+			struct rs_udp_diag d = { .inode = m->idiag_inode, .rqueue = m->idiag_rqueue,
+						 .wqueue = m->idiag_wqueue };
+			int alen = (int)(h->nlmsg_len - NLMSG_LENGTH(sizeof(*m)));
+			for (struct rtattr *a = (struct rtattr *)(m + 1); RTA_OK(a, alen); a = RTA_NEXT(a, alen)) {
+				if (a->rta_type != INET_DIAG_SKMEMINFO)
+					continue;
+				const __u32 *mi = RTA_DATA(a);
+				size_t cnt = RTA_PAYLOAD(a) / sizeof(__u32);
+				if (cnt > SK_MEMINFO_RCVBUF) {
+					d.rmem = mi[SK_MEMINFO_RMEM_ALLOC];
+					d.rcvbuf = mi[SK_MEMINFO_RCVBUF];
+				}
+				if (cnt > SK_MEMINFO_DROPS)
+					d.drops = mi[SK_MEMINFO_DROPS];
+			}
+			fn(&d, arg);
+			n++;
+		}
+	}
+}
+
+int rs_netinfo_udp_diag(void (*fn)(const struct rs_udp_diag *d, void *arg), void *arg, char *err, size_t errlen)
+{
+	int a = udp_diag_family(AF_INET, fn, arg, err, errlen);
+	int b = a < 0 ? -1 : udp_diag_family(AF_INET6, fn, arg, err, errlen);
+	return b < 0 ? -1 : a + b;
+}

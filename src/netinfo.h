@@ -29,4 +29,20 @@ struct rs_tcp_diag {
  * called for each.  Returns how many, or -1 (no libnl, or the query
  * failed: why in err). */
 int rs_netinfo_tcp_diag(void (*fn)(const struct rs_tcp_diag *d, void *arg), void *arg, char *err, size_t errlen);
+
+/* The kernel's view of a UDP socket: sock_diag (inet_diag for
+ * IPPROTO_UDP), asked with the CLI's own netlink request, since libnl's
+ * idiag speaks only the old TCP-only request. */
+struct rs_udp_diag {
+	unsigned inode;
+	unsigned rqueue, wqueue;  /* bytes in the receive and send queues */
+	unsigned rmem, rcvbuf;    /* skmem: receive memory held, SO_RCVBUF */
+	unsigned drops;           /* skmem: datagrams the kernel dropped
+				   * (0 from kernels without the field,
+				   * before 4.7: none the engine runs on) */
+};
+/* Every UDP socket of this network namespace (IPv4 and IPv6): fn is
+ * called for each.  Returns how many, or -1 (the query failed, e.g. no
+ * udp_diag module: why in err). */
+int rs_netinfo_udp_diag(void (*fn)(const struct rs_udp_diag *d, void *arg), void *arg, char *err, size_t errlen);
 #endif

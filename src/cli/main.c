@@ -1,4 +1,5 @@
-/* main.c - the ringsock command: launcher, `check`, `knobs`. */
+/* main.c - the ringsock command: launcher, `check`, `knobs`; `stat` is
+ * stat.c's, `enable` and `disable` service.c's. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <getopt.h>
@@ -17,8 +18,11 @@ extern char **environ;
 static const char usage[] =
 	"Usage: ringsock [OPTIONS] [--] PROGRAM [ARGS...]\n"
 	"       ringsock stat [--sockets] [--json] [--watch[=SECONDS]] [--count N] [PID...]\n"
+	"       ringsock stat --openmetrics [PID...] | --serve [ADDR:]PORT\n"
 	"       ringsock check [--knobs] [--route ADDR]...\n"
 	"       ringsock knobs [--man]\n"
+	"       ringsock enable UNIT [--profile NAME] [--set KNOB=VALUE]... [--dir DIR]\n"
+	"       ringsock disable UNIT [--dir DIR]\n"
 	"\n"
 	"Run PROGRAM with libringsock.so preloaded: its connected TCP sockets, and\n"
 	"its UDP sockets' receives (and an unconnected one's sends, in batches),\n"
@@ -43,13 +47,20 @@ static const char usage[] =
 	"                         bytes, calls and rates; --sockets adds each socket with\n"
 	"                         the engine's and the kernel's view (rtt, cwnd, queues);\n"
 	"                         --watch refreshes (--count N times); --json for\n"
-	"                         scripts; PIDs to choose\n"
+	"                         scripts; PIDs to choose; --openmetrics prints them\n"
+	"                         as Prometheus metrics, --serve [ADDR:]PORT serves\n"
+	"                         them over HTTP (GET /metrics, 127.0.0.1 by default)\n"
 	"                         (`ringsock -- stat` runs the stat program)\n"
 	"  check                  what this machine's kernel supports, and the knobs\n"
 	"  check --knobs          only the effective knob values\n"
 	"  check --route ADDR     the route to ADDR and what the engine does on it\n"
 	"                         (zero-copy sends, UDP GSO)\n"
 	"  knobs                  every RINGSOCK_* knob with its default and range\n"
+	"  enable UNIT            a systemd drop-in that starts the service UNIT under\n"
+	"                         the library, with the profile's and --set's knobs\n"
+	"                         (checked as for PROGRAM); in /etc/systemd/system or\n"
+	"                         --dir DIR\n"
+	"  disable UNIT           remove that drop-in\n"
 	"\n"
 	"Bad knobs are refused before PROGRAM starts (exit status 2).  Exit status:\n"
 	"PROGRAM's; 2 for a usage error or a bad knob; 126 if PROGRAM cannot be run;\n"
@@ -67,21 +78,29 @@ static const struct profile profiles[] = {
 	  { "RINGSOCK_SEND_BATCH=128", "RINGSOCK_BUF_COUNT=2048", "RINGSOCK_BUF_SIZE=16384", NULL } },
 };
 
-static int set_knob(const char *kv)
+const char *const *rs_cli_profile(const char *name)
+{
+	for (size_t i = 0; i < sizeof(profiles) / sizeof(profiles[0]); i++)
+		if (!strcmp(profiles[i].name, name))
+			return profiles[i].sets;
+	fprintf(stderr, "ringsock: unknown profile '%s' (latency, throughput)\n", name);
+	return NULL;
+}
+
+int rs_cli_knob_name(const char *kv, char *name, size_t len)
 {
 	const char *eq = strchr(kv, '=');
-	char name[256];
 	if (!eq || eq == kv) {
 		fprintf(stderr, "ringsock: --set needs KNOB=VALUE, got '%s'\n", kv);
 		return -1;
 	}
 	size_t nl = (size_t)(eq - kv);
 	int has_prefix = nl >= 9 && !strncmp(kv, "RINGSOCK_", 9);
-	if (nl + 10 > sizeof(name)) {
+	if (nl + 10 > len) {
 		fprintf(stderr, "ringsock: knob name too long in '%s'\n", kv);
 		return -1;
 	}
-	snprintf(name, sizeof(name), "%s%.*s", has_prefix ? "" : "RINGSOCK_", (int)nl, kv);
+	snprintf(name, len, "%s%.*s", has_prefix ? "" : "RINGSOCK_", (int)nl, kv);
 	for (char *p = name; *p; p++)
 		if (*p >= 'a' && *p <= 'z')
 			*p = (char)(*p - 'a' + 'A');
@@ -89,7 +108,15 @@ static int set_knob(const char *kv)
 		fprintf(stderr, "ringsock: unknown knob %s (see 'ringsock knobs')\n", name);
 		return -1;
 	}
-	setenv(name, eq + 1, 1);
+	return 0;
+}
+
+static int set_knob(const char *kv)
+{
+	char name[256];
+	if (rs_cli_knob_name(kv, name, sizeof(name)) < 0)
+		return -1;
+	setenv(name, strchr(kv, '=') + 1, 1);
 	return 0;
 }
 
@@ -97,6 +124,15 @@ static void print_diag(void *ctx, const char *msg)
 {
 	(void)ctx;
 	fprintf(stderr, "ringsock: %s\n", msg);
+}
+
+int rs_cli_knobs_check(char *const *envp, struct rs_config *cfg, const char *refusal)
+{
+	int problems = rs_config_parse_ex(cfg, envp, print_diag, NULL, 1);
+	if (problems)
+		fprintf(stderr, "ringsock: %s: %d problem%s with RINGSOCK_* knobs\n", refusal, problems,
+			problems == 1 ? "" : "s");
+	return problems ? -1 : 0;
 }
 
 /* Directory of this executable. */
@@ -113,8 +149,7 @@ static int self_dir(char *buf, size_t len)
 	return 0;
 }
 
-/* The library next to a build-tree binary, then the installed one. */
-static int find_library(char *out, size_t len)
+int rs_cli_find_library(char *out, size_t len)
 {
 	char dir[PATH_MAX - 64], cand[PATH_MAX];
 	if (self_dir(dir, sizeof(dir)) == 0) {
@@ -135,6 +170,8 @@ static int find_library(char *out, size_t len)
 		snprintf(out, len, "%s", cand);
 		return 0;
 	}
+	fprintf(stderr, "ringsock: cannot find libringsock.so (looked next to this program and in %s); use --library\n",
+		RS_LIBDIR);
 	return -1;
 }
 
@@ -261,6 +298,13 @@ int main(int argc, char **argv)
 	/* `ringsock stat`: ours; `ringsock -- stat FILE` runs the program */
 	if (cmd && !strcmp(cmd, "stat") && strcmp(argv[optind - 1], "--"))
 		return rs_cli_stat(argc - optind - 1, argv + optind + 1);
+	if (cmd && (!strcmp(cmd, "enable") || !strcmp(cmd, "disable")) && strcmp(argv[optind - 1], "--")) {
+		if (profile || nsets || library || quiet) {
+			fprintf(stderr, "ringsock: the options of %s go after it: ringsock %s UNIT [OPTIONS]\n", cmd, cmd);
+			return 2;
+		}
+		return rs_cli_service(cmd[0] == 'e', argc - optind - 1, argv + optind + 1);
+	}
 	int is_check = cmd && !strcmp(cmd, "check");
 	int is_knobs = cmd && !strcmp(cmd, "knobs");
 	static char *routes[64];
@@ -294,28 +338,19 @@ int main(int argc, char **argv)
 
 	/* Knobs: environment < profile < --set, all checked before PROGRAM. */
 	if (profile) {
-		const struct profile *pr = NULL;
-		for (size_t i = 0; i < sizeof(profiles) / sizeof(profiles[0]); i++)
-			if (!strcmp(profiles[i].name, profile))
-				pr = &profiles[i];
-		if (!pr) {
-			fprintf(stderr, "ringsock: unknown profile '%s' (latency, throughput)\n", profile);
+		const char *const *ps = rs_cli_profile(profile);
+		if (!ps)
 			return 2;
-		}
-		for (int i = 0; pr->sets[i]; i++)
-			if (set_knob(pr->sets[i]))
+		for (int i = 0; ps[i]; i++)
+			if (set_knob(ps[i]))
 				return 2;
 	}
 	for (int i = 0; i < nsets; i++)
 		if (set_knob(sets[i]))
 			return 2;
 	struct rs_config cfg;
-	int problems = rs_config_parse_ex(&cfg, environ, print_diag, NULL, 1);
-	if (problems) {
-		fprintf(stderr, "ringsock: refusing to start: %d problem%s with RINGSOCK_* knobs\n",
-			problems, problems == 1 ? "" : "s");
+	if (rs_cli_knobs_check(environ, &cfg, "refusing to start") < 0)
 		return 2;
-	}
 	if (is_check)
 		return rs_cli_check(&cfg, knobs_flag, routes, nroutes);
 
@@ -325,9 +360,7 @@ int main(int argc, char **argv)
 			fprintf(stderr, "ringsock: library %s: %s\n", library, strerror(errno));
 			return 2;
 		}
-	} else if (find_library(lib, sizeof(lib))) {
-		fprintf(stderr, "ringsock: cannot find libringsock.so (looked next to this program and in %s); "
-			"use --library\n", RS_LIBDIR);
+	} else if (rs_cli_find_library(lib, sizeof(lib))) {
 		return 2;
 	}
 	int fr = find_program(cmd, prog, sizeof(prog));

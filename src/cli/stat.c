@@ -1,9 +1,12 @@
 /* stat.c - `ringsock stat`: the processes running under the library, read
  * from the segments they publish (src/publish.h), with their sockets and
- * the kernel's own view of each (/proc/PID/net and, for TCP, inet_diag
- * through libnl: src/netinfo.c).
+ * the kernel's own view of each (/proc/PID/net; for TCP, inet_diag through
+ * libnl; for UDP, sock_diag: src/netinfo.c).  The same copies as
+ * Prometheus metrics: metrics.c.
  *
  *   ringsock stat [--sockets] [--json] [--watch[=SECONDS]] [--count N] [PID...]
+ *   ringsock stat --openmetrics [PID...]
+ *   ringsock stat --serve [ADDR:]PORT
  *
  * A segment whose process is gone (or whose pid now names another
  * process) is stale: it is removed, where this user may.  Exit status: 0;
@@ -29,11 +32,6 @@
 #include "names.h"
 #include "netinfo.h"
 #include "publish.h"
-
-struct proc {
-	struct rs_pub *p; /* a consistent copy */
-	struct proc *prev_sample; /* (--watch: the same process one interval ago) */
-};
 
 static int64_t mono_ns(void)
 {
@@ -232,8 +230,9 @@ struct kview {
 	unsigned inode;
 	char local[64], peer[64];
 	unsigned state, txq, rxq;
-	int have_diag;
+	int have_diag, have_udiag;
 	struct rs_tcp_diag diag;
+	struct rs_udp_diag udiag;
 };
 struct kviews {
 	struct kview *v;
@@ -317,6 +316,29 @@ static void add_diag(const struct rs_tcp_diag *d, void *arg)
 	}
 }
 
+static void add_udiag(const struct rs_udp_diag *d, void *arg)
+{
+	struct kview *k = kv_find(arg, d->inode);
+	if (k) {
+		k->have_udiag = 1;
+		k->udiag = *d;
+	}
+}
+
+/* The kernel's view of a process's sockets: *tcp_diag and *udp_diag say
+ * whether inet_diag and sock_diag answered. */
+static void kernel_view(struct kviews *kv, int pid, int *tcp_diag, int *udp_diag)
+{
+	char err[128];
+	memset(kv, 0, sizeof(*kv));
+	read_net(kv, pid, "tcp", 0);
+	read_net(kv, pid, "tcp6", 1);
+	read_net(kv, pid, "udp", 0);
+	read_net(kv, pid, "udp6", 1);
+	*tcp_diag = rs_netinfo_tcp_diag(add_diag, kv, err, sizeof(err)) >= 0;
+	*udp_diag = rs_netinfo_udp_diag(add_udiag, kv, err, sizeof(err)) >= 0;
+}
+
 static unsigned fd_inode(int pid, int fd)
 {
 	char path[64], link[64];
@@ -334,9 +356,10 @@ static unsigned fd_inode(int pid, int fd)
 static const char *const sock_states[] = { "tracked", "armed", "armed (kernel reads)", "leaving", "kernel", "passed",
 					   "busy" };
 #define NSTATES (int)(sizeof(sock_states) / sizeof(sock_states[0]))
+_Static_assert(NSTATES == RS_PUB_BUSY + 1, "a state of publish.h without a name");
 
 /* The command name, printable (a program chooses its own). */
-static const char *comm_text(const struct rs_pub *p, char *buf, size_t len)
+const char *rs_stat_comm(const struct rs_pub *p, char *buf, size_t len)
 {
 	size_t i = 0;
 	for (; p->comm[i] && i + 1 < len && i < sizeof(p->comm); i++)
@@ -427,7 +450,7 @@ static void print_text(FILE *o, struct proc *ps, int n, int sockets)
 		human(rr, sizeof(rr), vr);
 		human(rc, sizeof(rc), vc);
 		char comm[32];
-		fprintf(o, "%-8d %-16s %-6s %-19s %10s %10s %10s %9s %9s %9s\n", p->pid, comm_text(p, comm, sizeof(comm)),
+		fprintf(o, "%-8d %-16s %-6s %-19s %10s %10s %10s %9s %9s %9s\n", p->pid, rs_stat_comm(p, comm, sizeof(comm)),
 			engine_text(p), socks, sent, recv, calls, rs_, rr, rc);
 		double age = (double)(mono_ns() - p->updated_ns) / 1e9;
 		if (age >= 1)
@@ -444,13 +467,11 @@ static void print_text(FILE *o, struct proc *ps, int n, int sockets)
 		}
 		if (!sockets)
 			continue;
-		struct kviews kv = { 0 };
-		read_net(&kv, p->pid, "tcp", 0);
-		read_net(&kv, p->pid, "tcp6", 1);
-		read_net(&kv, p->pid, "udp", 0);
-		read_net(&kv, p->pid, "udp6", 1);
-		char err[128] = "";
-		int diag = rs_netinfo_tcp_diag(add_diag, &kv, err, sizeof(err));
+		struct kviews kv;
+		int diag, udiag;
+		uint64_t kdrops = 0;
+		int nudp = 0;
+		kernel_view(&kv, p->pid, &diag, &udiag);
 		fprintf(o, "  %5s %-5s %-22s %-22s %-20s %9s %9s  %s\n", "FD", "KIND", "LOCAL", "PEER", "ENGINE",
 			"RX_HELD", "TX_HELD", "KERNEL");
 		for (uint32_t j = 0; j < p->nsocks; j++) {
@@ -468,17 +489,28 @@ static void print_text(FILE *o, struct proc *ps, int n, int sockets)
 				state, rx, tx);
 			if (!v)
 				fprintf(o, "(not found in /proc/%d/net)\n", p->pid);
-			else if (v->have_diag && v->state != 10 /* (LISTEN: no rtt) */)
+			else if (v->have_udiag) {
+				fprintf(o, "%s send-q %u recv-q %u drops %u skmem r%u rb%u\n", state_name(v->state, 1),
+					v->udiag.wqueue, v->udiag.rqueue, v->udiag.drops, v->udiag.rmem, v->udiag.rcvbuf);
+				kdrops += v->udiag.drops;
+			} else if (v->have_diag && v->state != 10 /* (LISTEN: no rtt) */)
 				fprintf(o, "%s rtt %.3f/%.3f ms cwnd %u send-q %u recv-q %u skmem r%u w%u f%u t%u\n",
 					state_name(v->state, 0), v->diag.rtt_us / 1000.0, v->diag.rttvar_us / 1000.0,
 					v->diag.cwnd, v->diag.wqueue, v->diag.rqueue, v->diag.rmem, v->diag.wmem,
 					v->diag.fmem, v->diag.tmem);
 			else
 				fprintf(o, "%s send-q %u recv-q %u%s\n", state_name(v->state, k->kind == RS_PUB_UDP), v->txq,
-					v->rxq, k->kind == RS_PUB_TCP && diag < 0 ? " (no inet_diag)" : "");
+					v->rxq, k->kind == RS_PUB_TCP ? (diag ? "" : " (no inet_diag)")
+								       : (udiag ? "" : " (no sock_diag for UDP)"));
+			nudp += k->kind == RS_PUB_UDP;
 		}
+		/* (the engine counts its drops per process, the kernel per socket) */
+		if (nudp)
+			fprintf(o, "  UDP drops: the engine's %" PRIu64 " (udp_drops, the process's), the kernel's %" PRIu64
+				   " (its UDP sockets listed)\n", s->udp_drops, kdrops);
 		if (p->nsocks < p->nsocks_total)
-			fprintf(o, "  (%u more sockets not listed)\n", p->nsocks_total - p->nsocks);
+			fprintf(o, "  (%u more sockets not listed: a process publishes at most %d)\n",
+				p->nsocks_total - p->nsocks, RS_PUB_MAX_SOCKS);
 		free(kv.v);
 	}
 }
@@ -508,13 +540,9 @@ static void print_json(FILE *o, struct proc *ps, int n, int sockets)
 			fprintf(o, "%s\"%s\":%" PRIu64, c ? "," : "", rs_engine_names[c], ec[c]);
 		fputc('}', o);
 		if (sockets) {
-			struct kviews kv = { 0 };
-			read_net(&kv, p->pid, "tcp", 0);
-			read_net(&kv, p->pid, "tcp6", 1);
-			read_net(&kv, p->pid, "udp", 0);
-			read_net(&kv, p->pid, "udp6", 1);
-			char err[128];
-			rs_netinfo_tcp_diag(add_diag, &kv, err, sizeof(err));
+			struct kviews kv;
+			int diag, udiag;
+			kernel_view(&kv, p->pid, &diag, &udiag);
 			fprintf(o, ",\"sockets\":[");
 			for (uint32_t j = 0; j < p->nsocks; j++) {
 				const struct rs_pub_sock *k = &p->socks[j];
@@ -527,7 +555,11 @@ static void print_json(FILE *o, struct proc *ps, int n, int sockets)
 				if (v) {
 					fprintf(o, ",\"local\":\"%s\",\"peer\":\"%s\",\"kernel\":{\"state\":\"%s\",\"send_q\":%u,\"recv_q\":%u",
 						v->local, v->peer, state_name(v->state, k->kind == RS_PUB_UDP),
-						v->have_diag ? v->diag.wqueue : v->txq, v->have_diag ? v->diag.rqueue : v->rxq);
+						v->have_diag ? v->diag.wqueue : v->have_udiag ? v->udiag.wqueue : v->txq,
+						v->have_diag ? v->diag.rqueue : v->have_udiag ? v->udiag.rqueue : v->rxq);
+					if (v->have_udiag)
+						fprintf(o, ",\"drops\":%u,\"skmem\":{\"r\":%u,\"rb\":%u}", v->udiag.drops,
+							v->udiag.rmem, v->udiag.rcvbuf);
 					if (v->have_diag)
 						fprintf(o, ",\"rtt_us\":%u,\"rttvar_us\":%u,\"cwnd\":%u,\"skmem\":{\"r\":%u,\"w\":%u,\"f\":%u,\"t\":%u}",
 							v->diag.rtt_us, v->diag.rttvar_us, v->diag.cwnd, v->diag.rmem,
@@ -551,7 +583,7 @@ static void on_int(int sig)
 	stop = 1;
 }
 
-static void free_procs(struct proc *ps, int n)
+void rs_stat_free(struct proc *ps, int n)
 {
 	for (int i = 0; i < n; i++)
 		free(ps[i].p);
@@ -559,7 +591,7 @@ static void free_procs(struct proc *ps, int n)
 }
 
 /* Gather what the arguments ask for; 0, or 1 after an error message. */
-static int gather(int npids, const int *pids, struct proc **out, int *n)
+int rs_stat_gather(int npids, const int *pids, struct proc **out, int *n)
 {
 	if (!npids) {
 		*n = list_all(out);
@@ -592,7 +624,8 @@ static int gather(int npids, const int *pids, struct proc **out, int *n)
 
 int rs_cli_stat(int argc, char **argv)
 {
-	int sockets = 0, json = 0, watch = 0, npids = 0, count = 0;
+	int sockets = 0, json = 0, watch = 0, npids = 0, count = 0, metrics = 0;
+	const char *serve = NULL;
 	double interval = 2;
 	int *pids = calloc((size_t)argc + 1, sizeof(int));
 	for (int i = 0; i < argc; i++) {
@@ -602,6 +635,15 @@ int rs_cli_stat(int argc, char **argv)
 			sockets = 1;
 		} else if (!strcmp(a, "--json")) {
 			json = 1;
+		} else if (!strcmp(a, "--openmetrics")) {
+			metrics = 1;
+		} else if (!strcmp(a, "--serve") || !strncmp(a, "--serve=", 8)) {
+			if (!a[7] && i + 1 >= argc) {
+				fprintf(stderr, "ringsock stat: --serve needs [ADDR:]PORT\n");
+				free(pids);
+				return 2;
+			}
+			serve = a[7] ? a + 8 : argv[++i];
 		} else if (!strcmp(a, "--watch") || !strcmp(a, "-w")) {
 			watch = 1;
 		} else if (!strncmp(a, "--watch=", 8)) {
@@ -624,33 +666,58 @@ int rs_cli_stat(int argc, char **argv)
 			i++;
 		} else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
 			printf("Usage: ringsock stat [--sockets] [--json] [--watch[=SECONDS]] [--count N] [PID...]\n"
+			       "       ringsock stat --openmetrics [PID...]\n"
+			       "       ringsock stat --serve [ADDR:]PORT\n"
 			       "Processes running under ringsock: engine state, sockets, bytes, calls and rates;\n"
 			       "--sockets adds one line per socket with the engine's and the kernel's view;\n"
 			       "--watch refreshes every SECONDS (2), rates over the interval, until interrupted\n"
-			       "or --count N refreshes; --json for scripts (one document per refresh).\n");
+			       "or --count N refreshes; --json for scripts (one document per refresh).\n"
+			       "--openmetrics prints one scrape in the Prometheus text format (per process:\n"
+			       "labels pid and command); --serve answers GET /metrics over HTTP with it, on\n"
+			       "127.0.0.1 unless ADDR is given (an IPv6 one in [ ]), until SIGINT or SIGTERM.\n");
 			free(pids);
 			return 0;
 		} else {
 			long v = strtol(a, &end, 10);
 			if (*end || v <= 0 || v > 0x7fffffff) {
-				fprintf(stderr, "ringsock stat: unknown argument '%s' (a PID, --sockets, --json, --watch)\n", a);
+				fprintf(stderr,
+					"ringsock stat: unknown argument '%s' (a PID, --sockets, --json, --watch, --openmetrics, "
+					"--serve)\n", a);
 				free(pids);
 				return 2;
 			}
 			pids[npids++] = (int)v;
 		}
 	}
+	if ((serve || metrics) && (sockets || json || watch || (serve && (metrics || npids)))) {
+		fprintf(stderr, "ringsock stat: %s\n",
+			serve ? "--serve takes no PID and no other option (it serves every process this user may see)"
+			      : "--openmetrics goes with PIDs only (not --sockets, --json or --watch)");
+		free(pids);
+		return 2;
+	}
+	if (serve) {
+		free(pids);
+		return rs_metrics_serve(serve);
+	}
 	struct proc *ps, *prev = NULL;
 	int n, nprev = 0, rc;
+	if (metrics) {
+		rc = rs_stat_gather(npids, pids, &ps, &n);
+		rs_metrics_print(stdout, ps, n);
+		rs_stat_free(ps, n);
+		free(pids);
+		return rc;
+	}
 	if (!watch) {
-		rc = gather(npids, pids, &ps, &n);
+		rc = rs_stat_gather(npids, pids, &ps, &n);
 		if (json)
 			print_json(stdout, ps, n, sockets);
 		else if (n)
 			print_text(stdout, ps, n, sockets);
 		else if (!npids)
 			printf("no process is running under ringsock (that this user may see)\n");
-		free_procs(ps, n);
+		rs_stat_free(ps, n);
 		free(pids);
 		return rc;
 	}
@@ -659,7 +726,7 @@ int rs_cli_stat(int argc, char **argv)
 	sigaction(SIGTERM, &sa, NULL);
 	rc = 0;
 	for (int round = 0; !stop && (!count || round < count); round++) {
-		rc = gather(npids, pids, &ps, &n);
+		rc = rs_stat_gather(npids, pids, &ps, &n);
 		for (int i = 0; i < n; i++)
 			for (int j = 0; j < nprev; j++)
 				if (prev[j].p->pid == ps[i].p->pid && prev[j].p->starttime == ps[i].p->starttime &&
@@ -674,7 +741,7 @@ int rs_cli_stat(int argc, char **argv)
 		fflush(stdout);
 		for (int i = 0; i < n; i++)
 			ps[i].prev_sample = NULL;
-		free_procs(prev, nprev);
+		rs_stat_free(prev, nprev);
 		prev = ps;
 		nprev = n;
 		int64_t until = mono_ns() + (int64_t)(interval * 1e9);
@@ -683,7 +750,7 @@ int rs_cli_stat(int argc, char **argv)
 			nanosleep(&ts, NULL);
 		}
 	}
-	free_procs(prev, nprev);
+	rs_stat_free(prev, nprev);
 	free(pids);
 	return rc;
 }

@@ -8,7 +8,11 @@
 #  - --json parses, and its counters grow between two reads;
 #  - another user sees nothing of it, and asking for its pid says so;
 #  - a killed process's segment is removed by the next `stat`;
-#  - RINGSOCK_PUBLISH=0 publishes nothing; an unknown pid exits 1.
+#  - RINGSOCK_PUBLISH=0 publishes nothing; an unknown pid exits 1;
+#  - a UDP socket nobody reads, flooded: --sockets shows its kernel queue
+#    and drops (sock_diag), the same as ss reports, beside the engine's
+#    held bytes and udp_drops; the drops, the engine's and the kernel's
+#    together, are there (2000 datagrams sent, a 32 KiB SO_RCVBUF).
 . "$(dirname "$0")/lib.sh"
 need ss
 server=$RS_BUILD/bench/rs-rr-server
@@ -23,7 +27,8 @@ for i in $(seq 50); do ss -ltn | grep -q ":$port " && break; sleep 0.1; done
 cli=$!
 victim=
 quiet=
-cleanup() { kill "$cli" "$srv" $victim $quiet 2>/dev/null; wait 2>/dev/null; rm -rf "$TMP"; }
+udp=
+cleanup() { kill "$cli" "$srv" $victim $quiet $udp 2>/dev/null; wait 2>/dev/null; rm -rf "$TMP"; }
 trap cleanup EXIT
 # (the four connections are up once the server's copy says so)
 up=0
@@ -140,6 +145,62 @@ mkfifo "/dev/shm/ringsock.$(id -u).1.1" 2>/dev/null
 timeout 10 "$RS_CLI" stat >/dev/null
 check "a FIFO named like a file of ours does not hang stat" test $? != 124
 rm -f "/dev/shm/ringsock.$(id -u).1.1"
+# ---- UDP: the kernel's queues and drops (sock_diag) ----
+"$RS_CLI" -- "$PY" -c '
+import socket, sys, time
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 32768)
+s.bind(("127.0.0.1", 0))
+s.setblocking(False)
+try:
+    s.recv(2048)  # (nothing yet: the engine may arm its receive)
+except BlockingIOError:
+    pass
+print(s.getsockname()[1], flush=True)
+time.sleep(600)
+' >"$TMP/uport" &
+udp=$!
+for i in $(seq 100); do [ -s "$TMP/uport" ] && break; sleep 0.1; done
+uport=$(cat "$TMP/uport")
+"$PY" -c '
+import socket, sys
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+for i in range(2000):
+    s.sendto(b"x" * 1000, ("127.0.0.1", int(sys.argv[1])))
+' "$uport"
+# The engine's and the kernel's drops, added (0 when the line is not there).
+udp_drops() {
+	local d
+	d=$(sed -n "s/.*UDP drops: the engine's \([0-9]*\) .*the kernel's \([0-9]*\) .*/\1 \2/p" "$1")
+	set -- $d 0 0
+	echo $(($1 + $2))
+}
+# (the engine's copy is rewritten every 100 ms: its drops show up soon)
+for i in $(seq 100); do
+	"$RS_CLI" stat --sockets "$udp" >"$TMP/usocks"
+	[ "$(udp_drops "$TMP/usocks")" -gt 0 ] && break
+	sleep 0.1
+done
+cat "$TMP/usocks"
+line=$(grep -E " udp4 +127\.0\.0\.1:$uport " "$TMP/usocks")
+check "--sockets: the UDP socket, with the kernel's queues and drops (sock_diag)" \
+	sh -c "echo '$line' | grep -Eq ' UNCONN send-q [0-9]+ recv-q [0-9]+ drops [0-9]+ skmem r[0-9]+ rb[0-9]+\$'"
+ours=$(echo "$line" | sed -n 's/.* recv-q \([0-9]*\) drops \([0-9]*\) .*/\1 \2/p')
+theirs=$(ss -uamnH "( sport = :$uport )" | tr -d '\n' | sed -n 's/^UNCONN *\([0-9]*\) .*skmem:(.*,d\([0-9]*\)).*/\1 \2/p')
+echo "recv-q and drops: ringsock stat '$ours', ss '$theirs'"
+check "--sockets: the UDP socket's recv-q and drops are ss's" test -n "$ours" -a "$ours" = "$theirs"
+total=$(udp_drops "$TMP/usocks")
+check "--sockets: drops counted, the engine's and the kernel's ($total of 2000 sent)" test "${total:-0}" -gt 0
+"$RS_CLI" stat --json --sockets "$udp" >"$TMP/uj"
+check "--json --sockets: the UDP socket's kernel drops and the engine's udp_drops" "$PY" -c '
+import json, sys
+p = json.load(open(sys.argv[1]))["processes"][0]
+u = [x for x in p["sockets"] if x.get("local") == "127.0.0.1:" + sys.argv[2]]
+assert len(u) == 1 and u[0]["kind"] == "udp4" and "drops" in u[0]["kernel"], p["sockets"]
+assert u[0]["kernel"]["drops"] + p["engine_counters"]["udp_drops"] > 0, u
+' "$TMP/uj" "$uport"
+kill $udp
+wait $udp 2>/dev/null
 "$RS_CLI" stat 2147483646 2>"$TMP/err"
 check "an unknown pid: exit 1 with a message" sh -c "[ $? = 1 ] && grep -q 'no such process' '$TMP/err'"
 finish
