@@ -15,10 +15,21 @@ finish() {
 	echo "$PASSES passed, $FAILS failed"
 	[ "$FAILS" = 0 ]
 }
-# A free TCP port on loopback.
+# A port on loopback free for TCP and for UDP (a DNS server binds both).
+# (Another process may still take it before the caller binds it: a
+# server that fails to start is started again elsewhere, see udp.sh.)
 free_port() {
-	"$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])' 2>/dev/null ||
-		echo $((20000 + RANDOM % 20000))
+	"$PY" -c '
+import socket
+while True:
+    t = socket.socket(); t.bind(("127.0.0.1", 0)); p = t.getsockname()[1]
+    u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    try:
+        u.bind(("127.0.0.1", p))
+    except OSError:
+        continue
+    print(p)
+    break' 2>/dev/null || echo $((20000 + RANDOM % 20000))
 }
 # Sum a counter over every report in a RINGSOCK_STATS file: stat FILE KEY
 stat_sum() { grep -o "[ ]$2=[0-9]*" "$1" 2>/dev/null | awk -F= '{s+=$2} END {printf "%.0f\n", s}'; }

@@ -105,14 +105,29 @@ done
 # fixed order.)
 
 # ---- real UDP servers, and dnsperf ----
-# dns_server PORT COMMAND...: start a DNS server in the background (its
-# pid in $srv, its stderr in $TMP/servers.err) and wait for its port.
+# dns_server START...: start a DNS server on a free port, in the
+# background: START... PORT execs it.  Sets port, and srv (its pid; its
+# stderr goes to $TMP/servers.err).  A server that exits before it listens
+# (another test bound the port after free_port found it free: dnsmasq
+# says "Address already in use") is started again on another port, up to
+# five times; a server that never listens fails the check.
 dns_server() {
-	local port=$1
-	shift
-	"$@" 2>>"$TMP/servers.err" &
-	srv=$!
-	for _ in $(seq 100); do ss -Hlun "sport = :$port" | grep -q . && break; sleep 0.05; done
+	local try
+	for try in 1 2 3 4 5; do
+		port=$(free_port)
+		"$@" "$port" 2>>"$TMP/servers.err" &
+		srv=$!
+		for _ in $(seq 400); do
+			ss -Hlun "sport = :$port" | grep -q . && return 0
+			kill -0 "$srv" 2>/dev/null || break
+			sleep 0.05
+		done
+		kill -TERM "$srv" 2>/dev/null
+		wait_bounded "$srv" 40
+		echo "info: the DNS server did not listen on $port (try $try): $(tail -n 1 "$TMP/servers.err")"
+	done
+	bad "a DNS server listens: $*"
+	return 1
 }
 # dns_load PORT ROUNDS [LAUNCHER...]: dnsperf sends the 64 queries ROUNDS
 # times (4 sockets, 100 outstanding), then the server in $srv is stopped;
@@ -142,30 +157,31 @@ dns_checks() {
 	check "$1: no socket passed through as $3" test "$(stat_sum "$2" "$3")" = 0
 	check "$1: its reads were answered without system calls" test "$(stat_sum "$2" calls_nosys)" -ge 12800
 }
-dnsmasq_argv() { # PORT PIDFILE
-	echo dnsmasq -k --conf-file=/dev/null --no-resolv --no-hosts --port "$1" --listen-address 127.0.0.1 \
+dnsmasq_on() { # PIDFILE LAUNCHER... PORT: exec dnsmasq
+	local pidfile=$1 port=${*: -1}
+	set -- "${@:2:$#-2}"
+	exec "$@" dnsmasq -k --conf-file=/dev/null --no-resolv --no-hosts --port "$port" --listen-address 127.0.0.1 \
 		--bind-interfaces --address=/test.invalid/198.18.0.9 -u root --cache-size=0 \
-		--log-facility=/dev/null --pid-file="$2"
+		--log-facility=/dev/null --pid-file="$pidfile"
 }
 for i in $(seq 0 63); do echo "host$i.test.invalid A"; done >"$TMP/queries"
 
 if command -v dnsmasq >/dev/null && command -v dnsperf >/dev/null; then
-	port=$(free_port)
-	# shellcheck disable=SC2046 # (the argv words)
-	dns_server "$port" env RINGSOCK_STATS="$TMP/dnsmasq.st" "$RS_CLI" -- $(dnsmasq_argv "$port" "$TMP/dm.pid")
-	dns_load "$port" 200
-	dns_checks dnsmasq "$TMP/dnsmasq.st" udp
+	if dns_server dnsmasq_on "$TMP/dm.pid" env RINGSOCK_STATS="$TMP/dnsmasq.st" "$RS_CLI" --; then
+		dns_load "$port" 200
+		dns_checks dnsmasq "$TMP/dnsmasq.st" udp
+	fi
 	# dnsperf under the library too: its sending thread and its
 	# receiving thread share the sockets (hand-overs between them, the
 	# receiver polling), and every answer must reach it.
-	port=$(free_port)
-	# shellcheck disable=SC2046
-	dns_server "$port" "$RS_CLI" -- $(dnsmasq_argv "$port" "$TMP/dm2.pid")
-	dns_load "$port" 2000 env RINGSOCK_STATS="$TMP/dnsperf.st" "$RS_CLI" --
-	echo "dnsperf under ringsock: $done_q queries answered, $lost lost"
-	check "dnsperf and dnsmasq both under ringsock: every query answered" \
-		test "${done_q:-0}" = 128000 -a "${lost:-1}" = 0
-	check "dnsperf: its sockets were served by the engine" test "$(stat_sum "$TMP/dnsperf.st" accelerated)" -ge 4
+	if dns_server dnsmasq_on "$TMP/dm2.pid" "$RS_CLI" --; then
+		dns_load "$port" 2000 env RINGSOCK_STATS="$TMP/dnsperf.st" "$RS_CLI" --
+		echo "dnsperf under ringsock: $done_q queries answered, $lost lost"
+		check "dnsperf and dnsmasq both under ringsock: every query answered" \
+			test "${done_q:-0}" = 128000 -a "${lost:-1}" = 0
+		check "dnsperf: its sockets were served by the engine" \
+			test "$(stat_sum "$TMP/dnsperf.st" accelerated)" -ge 4
+	fi
 else
 	bad "dnsmasq and dnsperf are not installed (apt-get install dnsmasq-base dnsperf)"
 fi
@@ -173,8 +189,8 @@ fi
 # unbound answering from local-data: libevent's epoll, up to 100
 # recvfrom per wakeup, IP_MTU_DISCOVER set on its UDP socket (an option
 # only sends read: the socket stays on the engine).
-if command -v unbound >/dev/null && command -v dnsperf >/dev/null; then
-	port=$(free_port)
+unbound_on() { # PORT: exec unbound under the launcher
+	local port=$1
 	{
 		echo "server:"
 		echo "  interface: 127.0.0.1"
@@ -195,9 +211,13 @@ if command -v unbound >/dev/null && command -v dnsperf >/dev/null; then
 		echo "remote-control:"
 		echo "  control-enable: no"
 	} >"$TMP/unbound.conf"
-	dns_server "$port" env RINGSOCK_STATS="$TMP/unbound.st" "$RS_CLI" -- unbound -d -c "$TMP/unbound.conf"
-	dns_load "$port" 200
-	dns_checks unbound "$TMP/unbound.st" option
+	exec env RINGSOCK_STATS="$TMP/unbound.st" "$RS_CLI" -- unbound -d -c "$TMP/unbound.conf"
+}
+if command -v unbound >/dev/null && command -v dnsperf >/dev/null; then
+	if dns_server unbound_on; then
+		dns_load "$port" 200
+		dns_checks unbound "$TMP/unbound.st" option
+	fi
 else
 	bad "unbound and dnsperf are not installed (apt-get install unbound dnsperf)"
 fi
