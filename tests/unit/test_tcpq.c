@@ -300,6 +300,21 @@ static void test_rx_overflow(void **state)
 	read_some(c, 10, 0, 1);
 	check(c);
 	assert_int_equal(t->rx_cnt, 16);
+	/* one read through the whole array and half of the chain's first
+	 * buffer: the next read moves that buffer into the array at its offset */
+	size_t in_array = 0;
+	for (uint32_t i = 0; i < t->rx_cnt; i++)
+		in_array += t->rx[(t->rx_head + i) & (t->rx_cap - 1)].len - t->rx[(t->rx_head + i) & (t->rx_cap - 1)].off;
+	uint32_t first = t->ovf_head;
+	read_some(c, in_array + 250, 0, 17);
+	check(c);
+	assert_int_equal(t->rx_cnt, 0);
+	assert_int_equal(t->ovf_head, first);
+	assert_int_equal(c->r->buf.ovf[first - 1].off, 250);
+	read_some(c, 100, MSG_PEEK, 2);
+	read_some(c, 100, 0, 2); /* moved: read from the array */
+	check(c);
+	assert_int_equal(t->ovf_head, 0);
 	rx_nomem = 0;
 	read_some(c, 20000, MSG_PEEK, 77);
 	read_some(c, 3000, 0, 1234);
