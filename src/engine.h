@@ -796,7 +796,7 @@ int rs_kept_error(struct rs_sock *s);
 /* ---- tcp.c, tcp_recv.c, tcp_send.c: stream sockets (tcp_int.h inside) --- */
 extern const struct rs_kind_ops rs_tcp_ops;
 
-/* ---- udp.c, udp_send.c: datagram sockets (udp_int.h inside) ---------------- */
+/* ---- udp.c, udp_recv.c, udpq.c, udp_send.c: datagram sockets (udp_int.h inside) */
 extern const struct rs_kind_ops rs_udp_ops;
 
 /* ---- block.c: blocking calls (every kind) ---------------------------------- */

@@ -663,7 +663,7 @@ int rs_ring_sleep(struct rs_ring *r, int timeout_ms, const sigset_t *ss)
 	rs_stat_add(RS_C_URING_ENTERS, 1);
 	long e = rs_blocking_syscall(SYS_io_uring_enter, fd, to_submit, want, flags, (long)&arg, sizeof(arg));
 	/* (release: a thread that sees it clear may reap what the enter
-	 * completed; udp.c owner_may_take) */
+	 * completed; udp_recv.c owner_may_take) */
 	__atomic_store_n(&r->sleeping, 0, __ATOMIC_RELEASE);
 	if (e == -ETIME && capped)
 		return 0; /* not the caller's timeout: it looks again */

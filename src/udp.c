@@ -1,5 +1,8 @@
-/* udp.c - datagram sockets on the engine: the receive path, and the
- * kind's operations table.
+/* udp.c - datagram sockets on the engine: the policy (arming, what
+ * leaves the socket with the kernel), readiness, completions, detaching,
+ * close, thread exit and fork, and the kind's operations table.  The
+ * receive and the recv family are in udp_recv.c, what the socket holds
+ * for the program in udpq.c, the send in udp_send.c.
  *
  * Receive.  A socket is armed at its first receive-type call (or when an
  * epoll set watches it): one multishot recvmsg on the thread's ring, into
@@ -67,676 +70,12 @@
 #include "udp_int.h"
 
 
-/* The bound on what the socket holds (see the top): the kernel's own
- * SO_RCVBUF (what it made of the program's value: doubled, capped by
- * rmem_max unless forced), read again when the program sets it. */
-static uint32_t rx_limit(struct rs_udp *u)
-{
-	size_t lim = (size_t)rs_rt.cfg.v[RS_K_RCVBUF_LIMIT];
-	if (lim)
-		return lim > UINT32_MAX / 2 ? UINT32_MAX / 2 : (uint32_t)lim;
-	int set = __atomic_load_n(&u->e.sock->rcvbuf, __ATOMIC_RELAXED);
-	if (!u->limit || set != u->limit_for) {
-		int v = 0;
-		socklen_t l = sizeof(v);
-		if (u->e.fd < 0 || rs_syscall(SYS_getsockopt, u->e.fd, SOL_SOCKET, SO_RCVBUF, &v, &l) < 0 || v <= 0)
-			v = (int)rs_sysctl_field("/proc/sys/net/core/rmem_default", 0, 212992);
-		u->limit = (uint32_t)v;
-		u->limit_for = set;
-	}
-	return u->limit;
-}
-
-/* ---- the receive ---------------------------------------------------------------- */
-
-static void cancel_recv(struct rs_ring *r, struct rs_udp *u)
-{
-	if (!u->e.recv_armed || u->recv_cancel)
-		return;
-	struct io_uring_sqe *sqe = rs_ring_sqe(r);
-	if (!sqe) {
-		rs_ring_detach_add(r, &u->e); /* (the next round tries again) */
-		return;
-	}
-	io_uring_prep_cancel64(sqe, RS_UD(u, RS_UD_RECV), 0);
-	io_uring_sqe_set_data64(sqe, RS_UD(u, RS_UD_CANCEL));
-	u->recv_cancel = 1;
-	u->ops_inflight++;
-}
-
-static void submit_recv(struct rs_ring *r, struct rs_esock *e)
-{
-	struct rs_udp *u = udp_of(e);
-	if (e->recv_armed || u->throttled || u->rx_stop || u->shared || u->kwait || e->closing ||
-	    e->mode != RS_ES_ARMED)
-		return;
-	struct io_uring_sqe *sqe = rs_ring_sqe(r);
-	if (!sqe) {
-		rs_ring_rearm_add(r, e); /* no room in the SQ: at the next round */
-		return;
-	}
-	u->rmsg.msg_namelen = sizeof(struct sockaddr_in6);
-	u->rmsg.msg_controllen = 0;
-	io_uring_prep_recvmsg_multishot(sqe, e->fd, &u->rmsg, 0);
-	sqe->flags |= IOSQE_BUFFER_SELECT;
-	sqe->buf_group = r->ubuf.bgid;
-	io_uring_sqe_set_data64(sqe, RS_UD(u, RS_UD_RECV));
-	e->recv_armed = 1;
-	r->nrecv++;
-	r->sq_recvs++;
-	u->recv_cancel = 0;
-	u->ops_inflight++;
-	if (rs_fault(RS_FAULT_CANCEL))
-		cancel_recv(r, u);
-}
-
-/* Queue the datagram in buffer buf (len bytes from the kernel); 1 if the
- * socket's readiness changed. */
-static int take(struct rs_ring *r, struct rs_udp *u, void *buf, int len)
-{
-	struct io_uring_recvmsg_out *o = io_uring_recvmsg_validate(buf, len, &u->rmsg);
-	if (!o) {
-		rs_warn("udp fd %d: a receive completion too short to parse (%d bytes): dropped", u->e.fd, len);
-		rs_stat_add(RS_C_UDP_DROPS, 1);
-		return 0;
-	}
-	uint32_t plen = io_uring_recvmsg_payload_length(o, len, &u->rmsg);
-	if (o->flags & MSG_TRUNC) /* (a buffer holds any datagram the kernel delivers) */
-		rs_warn("udp fd %d: a datagram of %u bytes was cut to %u", u->e.fd, o->payloadlen, plen);
-	uint32_t cost = DGRAM_COST(plen), lim = rx_limit(u);
-	struct rs_dgram *d = NULL;
-	if (!u->cnt || u->held + cost <= lim)
-		d = malloc(sizeof(*d) + plen);
-	if (!d) {
-		/* Over the bound (or out of memory): dropped, as the kernel drops
-		 * what overflows its queue; over the bound the receive stops
-		 * until read down (with nothing held it goes on: no read would
-		 * ever restart it). */
-		rs_stat_add(RS_C_UDP_DROPS, 1);
-		if (u->cnt && !u->throttled) {
-			u->throttled = 1;
-			rs_stat_add(RS_C_THROTTLED, 1);
-			cancel_recv(r, u);
-		}
-		return 0;
-	}
-	d->next = NULL;
-	d->len = plen;
-	d->namelen = o->namelen;
-	memset(&d->name, 0, sizeof(d->name));
-	memcpy(&d->name, io_uring_recvmsg_name(o),
-	       o->namelen < sizeof(d->name) ? o->namelen : sizeof(d->name));
-	memcpy(d->data, io_uring_recvmsg_payload(o, &u->rmsg), plen);
-	if (u->tail)
-		u->tail->next = d;
-	else
-		u->head = d;
-	u->tail = d;
-	RS_STORE(u->cnt, u->cnt + 1);
-	RS_STORE(u->held, u->held + cost);
-	if (u->held >= lim && !u->throttled) {
-		u->throttled = 1;
-		rs_stat_add(RS_C_THROTTLED, 1);
-		cancel_recv(r, u);
-	}
-	return 1;
-}
-
-static int recv_done(struct rs_ring *r, struct rs_udp *u, struct io_uring_cqe *c)
-{
-	int edge = 0;
-	int more = c->flags & IORING_CQE_F_MORE;
-	if (!more) {
-		u->e.recv_armed = 0;
-		r->nrecv--;
-		u->ops_inflight--;
-	}
-	if (c->flags & IORING_CQE_F_BUFFER) {
-		unsigned bid = c->flags >> IORING_CQE_BUFFER_SHIFT;
-		r->ubuf.held++;
-		if (c->res > 0)
-			edge = take(r, u, rs_buf_addr(&r->ubuf, bid), c->res);
-		rs_bufring_put(r, &r->ubuf, bid);
-		rs_bufring_flush(&r->ubuf);
-	} else if (c->res == -ENOBUFS) {
-		rs_stat_add(RS_C_ENOBUFS, 1);
-		rs_bufring_grow(r, &r->ubuf); /* (each goes back at once: a full
-					       * batch found none free) */
-	} else if (c->res < 0 && c->res != -ECANCELED) {
-		switch (-c->res) {
-		case ECONNREFUSED: case EHOSTUNREACH: case ENETUNREACH: case EHOSTDOWN: case ENETDOWN:
-		case EMSGSIZE: case EPROTO: case ETIMEDOUT: case ECONNRESET: case EACCES: case EPERM:
-			/* The socket's error (an ICMP error on a connected socket):
-			 * the next call reports it; a newer one replaces it, as in
-			 * the kernel. */
-			RS_STORE(u->rx_err, -c->res);
-			edge = 1;
-			break;
-		default:
-			/* Not the socket's (the kernel refused the receive itself):
-			 * its reads are the kernel's from now on. */
-			rs_warn("udp fd %d: the engine's receive failed (%s): the kernel serves it", u->e.fd,
-				strerror(-c->res));
-			RS_STORE(u->shared, 1);
-			rs_ep_sock_rx_direct(&u->e);
-		}
-	}
-	if (!more)
-		rs_ring_rearm_add(r, &u->e); /* (submit_recv says whether: not
-					      * throttled, closing, shared...) */
-	return edge;
-}
-
-/* Read down to half the bound: the receive again. */
-static void maybe_unthrottle(struct rs_udp *u)
-{
-	struct rs_ring *r = u->e.owner;
-	if (!u->throttled || !r || u->e.mode != RS_ES_ARMED || u->held > rx_limit(u) / 2)
-		return;
-	u->throttled = 0;
-	rs_ring_rearm_add(r, &u->e);
-}
-
-/* ---- reading what is held ------------------------------------------------------ */
-
-static size_t copy_out(const struct iovec *iov, int n, const char *p, size_t len)
-{
-	size_t done = 0;
-	for (int i = 0; i < n && done < len; i++) {
-		size_t k = iov[i].iov_len < len - done ? iov[i].iov_len : len - done;
-		if (k)
-			memcpy(iov[i].iov_base, p + done, k);
-		done += k;
-	}
-	return done;
-}
-
-/* One datagram into the caller's buffers, as recvmsg returns it: the
- * bytes copied, or its whole length with MSG_TRUNC. */
-static ssize_t deliver(const struct iovec *iov, int n, int flags, struct rs_dgram_from *f, const char *data,
-		       uint32_t len, const void *name, uint32_t namelen)
-{
-	size_t want = rs_iov_total(iov, n);
-	size_t got = copy_out(iov, n, data, len < want ? len : want);
-	if (f) {
-		if (f->name && f->namelen) {
-			socklen_t room = *f->namelen;
-			if (room > 0)
-				memcpy(f->name, name, room < namelen ? room : namelen);
-			*f->namelen = namelen;
-		}
-		f->flags = len > want ? MSG_TRUNC : 0;
-	}
-	return (flags & MSG_TRUNC) ? (ssize_t)len : (ssize_t)got;
-}
-
-static void left_lock(struct rs_uleft *l)
-{
-	int z = 0;
-	while (!atomic_compare_exchange_weak(&l->lock, &z, 1))
-		z = 0;
-}
-
-static int left_has(struct rs_uleft *l)
-{
-	return __atomic_load_n(&l->off, __ATOMIC_RELAXED) < __atomic_load_n(&l->end, __ATOMIC_RELAXED);
-}
-
-/* Datagrams left at forks (held_events: without the lock). */
-static int left_records(struct rs_udp *u)
-{
-	for (struct rs_uleft_ref *x = RS_LOAD(u->left); x; x = __atomic_load_n(&x->next, __ATOMIC_ACQUIRE))
-		if (left_has(x->l))
-			return 1;
-	return 0;
-}
-
-
-/* The next datagram left at a fork; -EAGAIN when none is. */
-static ssize_t left_take(struct rs_udp *u, const struct iovec *iov, int n, int flags, struct rs_dgram_from *f)
-{
-	for (struct rs_uleft_ref *x = u->left; x; x = x->next) {
-		struct rs_uleft *l = x->l;
-		ssize_t r = -EAGAIN;
-		left_lock(l);
-		if (l->off < l->end) {
-			struct rs_uleft_rec *h = (struct rs_uleft_rec *)(l->data + l->off);
-			r = deliver(iov, n, flags, f, (char *)(h + 1), h->len, &h->name, h->namelen);
-			if (!(flags & MSG_PEEK))
-				l->off += (uint32_t)((sizeof(*h) + h->len + 7) & ~(size_t)7);
-		}
-		atomic_store(&l->lock, 0);
-		if (r != -EAGAIN)
-			return r;
-	}
-	return -EAGAIN;
-}
-
-/* The size of the next datagram left at a fork, or -1. */
-static int left_next_len(struct rs_udp *u)
-{
-	for (struct rs_uleft_ref *x = u->left; x; x = x->next) {
-		int k = -1;
-		left_lock(x->l);
-		if (x->l->off < x->l->end)
-			k = (int)((struct rs_uleft_rec *)(x->l->data + x->l->off))->len;
-		atomic_store(&x->l->lock, 0);
-		if (k >= 0)
-			return k;
-	}
-	return -1;
-}
-
-
-
-static ssize_t take_one(struct rs_udp *u, const struct iovec *iov, int n, int flags, struct rs_dgram_from *f)
-{
-	int e = rs_udp_take_error(u);
-	if (e)
-		return -e;
-	if ((u->head || u->left) && !u->e.recv_armed && u->e.fd >= 0 &&
-	    __atomic_load_n(&u->e.sock->conn_state, __ATOMIC_RELAXED) == RS_CONN_UP) {
-		/* No receive of ours sees the socket's errors now (throttled,
-		 * leaving, shared): an ICMP error the kernel holds comes before
-		 * the datagrams held, as its recvmsg reports it first. */
-		int k = 0;
-		socklen_t kl = sizeof(k);
-		if (rs_syscall(SYS_getsockopt, u->e.fd, SOL_SOCKET, SO_ERROR, &k, &kl) == 0 && k)
-			return -k;
-	}
-	if (u->left) {
-		ssize_t r = left_take(u, iov, n, flags, f);
-		if (r != -EAGAIN)
-			return r;
-	}
-	struct rs_dgram *d = u->head;
-	if (!d)
-		return -EAGAIN;
-	ssize_t r = deliver(iov, n, flags, f, d->data, d->len, &d->name, d->namelen);
-	if (!(flags & MSG_PEEK)) {
-		u->head = d->next;
-		if (!u->head)
-			u->tail = NULL;
-		RS_STORE(u->cnt, u->cnt - 1);
-		RS_STORE(u->held, u->held - DGRAM_COST(d->len));
-		free(d);
-		maybe_unthrottle(u);
-	}
-	return r;
-}
-
-static int left_empty(struct rs_udp *u)
-{
-	return !left_records(u) && !rs_udp_left_error(u);
-}
-
-/* Detached with nothing held: from now on the kernel serves it alone. */
-static void maybe_passive(struct rs_udp *u)
-{
-	if (u->e.mode == RS_ES_DETACHED && !u->cnt && !u->rx_err && left_empty(u) && !u->e.passive)
-		__atomic_store_n(&u->e.passive, 1, __ATOMIC_RELEASE);
-}
-
-static int recv_gone(void *arg);
-
-/* A reader that waits for every datagram (blocking reads, four in a row
- * that each had to wait: a ping-pong peer) is woken faster by the
- * kernel's own recvmsg than by the ring (task work, a completion, a copy):
- * its reads go to the kernel, which reports its input, until its reads say
- * otherwise, counted as for TCP (ringsock(7)): four nonblocking reads in a
- * row that find a datagram (it became an event loop's), or every 1024
- * blocking reads (it is given the engine again; four waits send it back).
- * Counted in direct_on and direct_off; never decided by timing. */
-#define UDP_WAITS_TO_KERNEL 4
-#define UDP_KWAIT_BACK 4
-#define UDP_KWAIT_RETRY 1024
-
-static void kwait_start(struct rs_ring *r, struct rs_udp *u)
-{
-	RS_STORE(u->kwait, 1);
-	u->kw_reads = 0;
-	u->waits = 0;
-	rs_stat_add(RS_C_DIRECT_ON, 1);
-	cancel_recv(r, u);
-	rs_ep_sock_rx_direct(&u->e);
-}
-
-static void kwait_end(struct rs_ring *r, struct rs_udp *u)
-{
-	RS_STORE(u->kwait, 0);
-	u->waits = 0;
-	rs_stat_add(RS_C_DIRECT_OFF, 1);
-	rs_ep_sock_rx_direct(&u->e);
-	rs_ring_rearm_add(r, &u->e);
-}
-
-/* One read of the kernel's queue into iov, as recvmsg would return it
- * (f: the source address and msg_flags).  One buffer goes through
- * recvfrom, which has no message header for the kernel to copy in and
- * out: MSG_TRUNC makes it return the datagram's real length, which says
- * whether it was cut. */
-static long kernel_read(int fd, const struct iovec *iov, int n, int flags, struct rs_dgram_from *f, int block)
-{
-	int named = f && f->name && f->namelen;
-	long k;
-	int mflags = 0;
-	if (n == 1) {
-		socklen_t nl = named ? *f->namelen : 0;
-		long a = named ? (long)f->name : 0, al = named ? (long)&nl : 0;
-		if (block)
-			k = rs_blocking_syscall(SYS_recvfrom, fd, (long)iov->iov_base, (long)iov->iov_len, flags | MSG_TRUNC,
-						a, al);
-		else
-			k = rs_syscall(SYS_recvfrom, fd, iov->iov_base, iov->iov_len, flags | MSG_TRUNC, a, al);
-		if (k >= 0 && (size_t)k > iov->iov_len) {
-			mflags = MSG_TRUNC;
-			if (!(flags & MSG_TRUNC))
-				k = (long)iov->iov_len;
-		}
-		if (k >= 0 && named)
-			*f->namelen = nl;
-	} else {
-		struct msghdr m = { .msg_iov = (struct iovec *)iov, .msg_iovlen = (size_t)n };
-		if (named) {
-			m.msg_name = f->name;
-			m.msg_namelen = *f->namelen;
-		}
-		k = block ? rs_blocking_syscall(SYS_recvmsg, fd, (long)&m, flags, 0, 0, 0)
-			  : rs_syscall(SYS_recvmsg, fd, &m, flags);
-		if (k >= 0 && named)
-			*f->namelen = m.msg_namelen;
-		mflags = m.msg_flags;
-	}
-	if (k >= 0 && f)
-		f->flags = mflags;
-	return k;
-}
-
-/* A read through the kernel for a waiting reader (lock held; returns
- * unlocked): a nonblocking one is made here, a blocking one after the
- * lock is let go.  RS_PASS when the reader goes back to the engine. */
-static ssize_t kwait_read(struct rs_udp *u, struct rs_ring *r, const struct iovec *iov, int n, int flags,
-			  struct rs_dgram_from *f, int block)
-{
-	int fd = u->e.fd;
-	long k;
-	if (RS_LOAD(r->txq))
-		rs_ring_progress(r); /* this thread's queued sends first: it may read its own */
-	if (!block) {
-		/* (waits counts nonblocking reads with data in a row here) */
-		k = kernel_read(fd, iov, n, flags | MSG_DONTWAIT, f, 0);
-		if (k < 0)
-			u->waits = 0;
-		else if (++u->waits >= UDP_KWAIT_BACK)
-			kwait_end(r, u);
-	} else {
-		u->waits = 0;
-		if (++u->kw_reads < UDP_KWAIT_RETRY) {
-			rs_esock_unlock(&u->e);
-			rs_sig_clear();
-			k = kernel_read(fd, iov, n, flags, f, 1);
-			goto done;
-		}
-		kwait_end(r, u);
-		rs_esock_unlock(&u->e);
-		return RS_PASS;
-	}
-	rs_esock_unlock(&u->e);
-done:
-	if (k >= 0)
-		rs_stat_add(RS_C_DIRECT, 1);
-	return k;
-}
-
-/* Another thread's ring still has the socket's receive in flight (a
- * hand-over it has not finished): its owner cancels it the next time it
- * runs, before its receive can run again.  With the owner's lock held:
- *   1: wait for that (the owner sleeps in its ring, where the receive
- *      runs, and was woken to finish the hand-over);
- *   2: its last wait in the ring (rs_ring_sleep: the one enter made
- *      without the lock) completed datagrams nobody has reaped yet; they
- *      left the kernel's queue before anything still in it, so they are
- *      reaped now, into the socket's queue, to be read first;
- *   0: nothing of the owner's can take a datagram before the cancel, and
- *      nothing it took is outside the queue: the kernel's queue is next.
- * (Not waited for: completions of that wait that overflowed the CQ, which
- * only the owner's own next enter hands over; the owner may not enter its
- * ring again for as long as the program likes, and the CQ holds eight
- * times the ring's entries.) */
-static int owner_may_take(struct rs_esock *e, struct rs_ring *o)
-{
-	if (!e->recv_armed || !o)
-		return 0;
-	/* (acquire: the owner's enter returned before it cleared the flag,
-	 * so what that enter completed is visible to the reap) */
-	if (__atomic_load_n(&o->sleeping, __ATOMIC_ACQUIRE))
-		return 1;
-	return rs_ring_reap(o) ? 2 : 0;
-}
-
-/* batch: a recvmmsg's message (see rs_udp_recvmmsg): with nothing held,
- * the kernel's reads for good, RS_PASS for the kernel's own recvmmsg. */
-static ssize_t recv_one(struct rs_sock *s, int fd, const struct iovec *iov, int n, int flags,
-			struct rs_dgram_from *f, int batch)
-{
-	if (flags & (MSG_ERRQUEUE | MSG_OOB))
-		return RS_PASS; /* the error queue is the kernel's (MSG_OOB: its EOPNOTSUPP) */
-	int e = rs_kept_error(s);
-	if (e)
-		return -e;
-	int block = !s->nonblock && !(flags & MSG_DONTWAIT);
-	/* SO_RCVTIMEO counts from the first wait, as the kernel's does
-	 * (looked up then: a call answered from the queue reads no clock) */
-	int64_t deadline = block ? -1 : 0;
-	int entered = 0; /* this call made a system call */
-	int waited = 0;  /* ... and had to wait (counted once) */
-	for (int round = 0;; round++) {
-		struct rs_esock *es = rs_esock_enter_served(s, fd);
-		if (!es)
-			return RS_PASS;
-		struct rs_udp *u = udp_of(es);
-		ssize_t r = take_one(u, iov, n, flags, f);
-		if (r != -EAGAIN) {
-			if (r >= 0 && block && !waited && !(flags & MSG_PEEK))
-				u->waits = 0; /* it did not wait for this one */
-			if (!entered)
-				rs_stat_add(RS_C_CALLS_NOSYS, 1);
-			maybe_passive(u);
-			rs_esock_unlock(es);
-			return r;
-		}
-		struct rs_ring *o = es->owner;
-		int may = es->mode == RS_ES_DETACHED || o == rs_ring_tls ? 0 : owner_may_take(es, o);
-		if (may == 2) {
-			rs_esock_unlock(es);
-			continue; /* (what the owner's ring completed is queued now) */
-		}
-		if (es->mode == RS_ES_DETACHED || (o != rs_ring_tls && !may)) {
-			/* Nothing held, and no receive of ours can take the next
-			 * datagram first: the kernel's queue is next. */
-			maybe_passive(u);
-			rs_esock_unlock(es);
-			return RS_PASS;
-		}
-		if (o != rs_ring_tls) {
-			/* The owner is finishing the hand-over: look again soon. */
-			rs_esock_unlock(es);
-			if (deadline < 0)
-				deadline = rs_call_deadline(s, fd, 1);
-			if (deadline && rs_now_ns() >= deadline)
-				return -EAGAIN;
-			rs_sys_nap(50000);
-			entered = 1;
-			continue;
-		}
-		if (u->kwait && es->mode == RS_ES_ARMED && !u->shared && !es->recv_armed) {
-			if (batch) {
-				rs_esock_unlock(es);
-				return RS_PASS;
-			}
-			r = kwait_read(u, o, iov, n, flags, f, block); /* (returns unlocked) */
-			if (r != RS_PASS)
-				return r;
-			continue; /* (back to the engine) */
-		}
-		if (es->mode != RS_ES_ARMED || u->shared || u->kwait) {
-			/* Leaving the engine (another thread, a fork): its receive
-			 * ends first, whose last datagrams come before the kernel's. */
-			if (!es->recv_armed) {
-				rs_esock_unlock(es);
-				return RS_PASS;
-			}
-			cancel_recv(o, u);
-			rs_ring_wait(o, recv_gone, u, -1);
-			rs_esock_unlock(es);
-			entered = 1;
-			continue;
-		}
-		if (batch && !u->kwait) {
-			/* A reader that takes datagrams in batches gets the
-			 * kernel's own: one recvmmsg moves up to its whole vector
-			 * for one system call, which the engine's receive (a
-			 * completion and a copy per datagram) cannot beat. */
-			kwait_start(o, u);
-			rs_esock_unlock(es);
-			continue;
-		}
-		/* (a read that will not wait also sends what this thread queued:
-		 * a peer of this thread may be what it reads) */
-		if (round < 2 &&
-		    (block ? rs_ring_has_input_work(o) : rs_ring_has_work(o) || rs_ring_stale_look(o))) {
-			rs_ring_progress(o); /* completions, and the receive to start */
-			rs_esock_unlock(es);
-			entered = 1;
-			continue;
-		}
-		if (!block) {
-			if (!entered)
-				rs_stat_add(RS_C_CALLS_NOSYS, 1);
-			rs_esock_unlock(es);
-			return -EAGAIN;
-		}
-		if (!waited && !(flags & MSG_PEEK)) {
-			waited = 1;
-			if (++u->waits >= UDP_WAITS_TO_KERNEL) {
-				kwait_start(o, u);
-				rs_esock_unlock(es);
-				continue;
-			}
-		}
-		if (deadline < 0)
-			deadline = rs_call_deadline(s, fd, 1);
-		int st = rs_block_in_ring(es, deadline, 0); /* (returns unlocked) */
-		if (st)
-			return st;
-		entered = 1;
-		round = -1;
-	}
-}
-
-ssize_t rs_udp_recv_call(struct rs_sock *s, int fd, const struct iovec *iov, int n, int flags,
-			 struct rs_dgram_from *f)
-{
-	return recv_one(s, fd, iov, n, flags, f, 0);
-}
-
-/* An error a recvmmsg met after its first datagram: the kernel keeps it
- * as the socket's error (sk_err) for the next call, SO_ERROR or poll. */
-static void keep_mmsg_error(struct rs_sock *s, int fd, int err)
-{
-	struct rs_esock *e = rs_esock_enter(s, fd, 0);
-	if (e && !rs_esock_passive(e)) {
-		RS_STORE(udp_of(e)->rx_err, err);
-		rs_ep_sock_changed(e);
-	} else {
-		rs_keep_error(s, 1, -err); /* (the kernel's socket: the next read) */
-	}
-	if (e)
-		rs_esock_unlock(e);
-}
-
-/* recvmmsg: one datagram per message, as the kernel's loop does: the
- * first waits as a recvmsg would, the rest too unless MSG_WAITFORONE
- * (then they do not wait); the timeout is looked at after each datagram.
- * An error after the first datagram ends the call with the count and is
- * kept as the socket's error.  Once the engine holds nothing more for the
- * socket, the kernel's own recvmmsg fills the rest.  RS_PASS: the
- * kernel's call. */
-int rs_udp_recvmmsg(struct rs_sock *s, int fd, struct mmsghdr *vec, unsigned vlen, int flags, struct timespec *tmo)
-{
-	int64_t end = 0;
-	if (tmo) {
-		if (tmo->tv_sec < 0 || tmo->tv_nsec < 0 || tmo->tv_nsec >= 1000000000)
-			return RS_PASS; /* (the kernel's EINVAL) */
-		end = rs_now_ns() + (int64_t)tmo->tv_sec * 1000000000 + tmo->tv_nsec;
-	}
-	unsigned i;
-	for (i = 0; i < vlen; i++) {
-		struct msghdr *m = &vec[i].msg_hdr;
-		struct rs_dgram_from f = { m->msg_name, &m->msg_namelen, 0 };
-		if (m->msg_iovlen > IOV_MAX)
-			return i ? (int)i : RS_PASS;
-		int fl = flags & ~MSG_WAITFORONE;
-		if (i && (flags & MSG_WAITFORONE))
-			fl |= MSG_DONTWAIT;
-		ssize_t r = recv_one(s, fd, m->msg_iov, (int)m->msg_iovlen, fl, m->msg_name ? &f : NULL, vlen > 1);
-		if (r == RS_PASS) {
-			if (!i)
-				return RS_PASS;
-			/* the rest from the kernel, with what is left of the time */
-			struct timespec left, *lp = NULL;
-			if (tmo) {
-				int64_t ns = end - rs_now_ns();
-				if (ns <= 0)
-					break;
-				left = (struct timespec){ (time_t)(ns / 1000000000), (long)(ns % 1000000000) };
-				lp = &left;
-			}
-			if (rs_ring_tls && RS_LOAD(rs_ring_tls->txq))
-				rs_ring_flush_tx(); /* (this thread's queued sends first) */
-			long k = rs_blocking_syscall(SYS_recvmmsg, fd, (long)(vec + i), vlen - i, fl, (long)lp, 0);
-			if (lp)
-				*tmo = left;
-			if (k > 0)
-				i += (unsigned)k;
-			else if (k < 0 && k != -EAGAIN && k != -EINTR)
-				rs_keep_error(s, 1, k);
-			break;
-		}
-		if (r < 0) {
-			if (!i)
-				return (int)r;
-			if (r == -EINTR && !s->rcvtimeo_ns)
-				r = -512; /* (the kernel keeps ERESTARTSYS itself when a
-					   * wait without timeout is interrupted) */
-			if (r != -EAGAIN)
-				keep_mmsg_error(s, fd, (int)-r);
-			break;
-		}
-		m->msg_controllen = 0;
-		m->msg_flags = f.flags;
-		vec[i].msg_len = (unsigned)r;
-		if (tmo) {
-			int64_t left = end - rs_now_ns();
-			if (left <= 0) {
-				i++;
-				tmo->tv_sec = 0;
-				tmo->tv_nsec = 0;
-				break;
-			}
-			tmo->tv_sec = left / 1000000000;
-			tmo->tv_nsec = left % 1000000000;
-		}
-	}
-	return (int)i;
-}
-
 /* ---- the calls the kernel answers ------------------------------------------------ */
 
 static int fionread(struct rs_esock *e, int *out)
 {
 	struct rs_udp *u = udp_of(e);
-	int k = left_next_len(u);
+	int k = rs_udpq_left_next_len(u);
 	if (k < 0 && u->head)
 		k = (int)u->head->len;
 	if (k < 0) {
@@ -784,7 +123,7 @@ static unsigned readiness(struct rs_esock *e)
 	/* As the kernel's udp_poll: a pending error is EPOLLERR alone;
 	 * datagrams are input; room is OUT, WRNORM and WRBAND. */
 	int err = u->rx_err || rs_udp_left_error(u);
-	if (u->cnt || left_records(u))
+	if (u->cnt || rs_udpq_left_records(u))
 		ev |= EPOLLIN | EPOLLRDNORM;
 	if (err)
 		ev |= EPOLLERR;
@@ -797,7 +136,7 @@ static unsigned held_events(struct rs_esock *e)
 {
 	struct rs_udp *u = udp_of(e);
 	unsigned ev = 0;
-	if (RS_LOAD(u->cnt) || left_records(u))
+	if (RS_LOAD(u->cnt) || rs_udpq_left_records(u))
 		ev |= EPOLLIN;
 	if (RS_LOAD(u->rx_err) || rs_udp_left_error(u))
 		ev |= EPOLLERR;
@@ -847,7 +186,7 @@ static struct rs_esock *arm(struct rs_sock *s, int fd)
 		free(u);
 		return NULL;
 	}
-	submit_recv(r, &u->e);
+	rs_udp_submit_recv(r, &u->e);
 	rs_ep_sock_armed(&u->e);
 	return &u->e;
 }
@@ -894,7 +233,7 @@ static void complete(struct rs_ring *r, struct rs_esock *e, int op, struct io_ur
 	int edge = 0;
 	int input = 0; /* a datagram: an input edge only (tcp.c) */
 	if (op == RS_UD_RECV) {
-		edge = recv_done(r, u, c);
+		edge = rs_udp_recv_done(r, u, c);
 		input = c->res > 0;
 	} else if (op == RS_UD_CANCEL) {
 		u->ops_inflight--;
@@ -919,28 +258,13 @@ static void process_detach(struct rs_ring *r, struct rs_esock *e)
 	struct rs_udp *u = udp_of(e);
 	rs_udp_tx_flush(u, RS_UDP_FLUSH_WAIT); /* (its queue before the kernel's sends) */
 	rs_udp_tx_unpoll(r, u);
-	cancel_recv(r, u);
+	rs_udp_cancel_recv(r, u);
 	maybe_finish(r, u);
 }
 
-static void drop_all(struct rs_udp *u)
-{
-	while (u->head) {
-		struct rs_dgram *d = u->head;
-		u->head = d->next;
-		free(d);
-	}
-	u->tail = NULL;
-	RS_STORE(u->cnt, 0);
-	RS_STORE(u->held, 0);
-}
 
 /* ---- close, thread exit, fork ------------------------------------------------------ */
 
-static int recv_gone(void *arg)
-{
-	return !((struct rs_esock *)arg)->recv_armed;
-}
 
 static int close_sock(struct rs_sock *s, int fd)
 {
@@ -979,12 +303,12 @@ static int close_sock(struct rs_sock *s, int fd)
 		/* The receive holds the file (and its port) until it ends. */
 		u->rx_stop = 1;
 		rs_udp_tx_unpoll(r, u);
-		cancel_recv(r, u);
-		rs_ring_wait(r, recv_gone, u, -1);
+		rs_udp_cancel_recv(r, u);
+		rs_ring_wait(r, rs_udp_recv_gone, u, -1);
 	} else if (r) {
 		rs_esock_detach_on(r, e); /* its owner cancels it next time it runs */
 	}
-	drop_all(u); /* (the kernel discards a closed socket's queue too) */
+	rs_udpq_drop_all(u); /* (the kernel discards a closed socket's queue too) */
 	e->closing = 1;
 	e->fd = -1;
 	struct rs_ring *held = rs_esock_held_ring();
@@ -1018,7 +342,7 @@ static void ring_gone(struct rs_ring *r, struct rs_esock *e)
 		RS_STORE(e->mode, RS_ES_DETACHING);
 		rs_sock_count_passthrough(e->sock, RINGSOCK_PT_THREAD);
 	}
-	cancel_recv(r, u);
+	rs_udp_cancel_recv(r, u);
 	struct gone_arg g = { r, u };
 	rs_ring_wait(r, left_or_ended, &g, 10000);
 	if (r->owned != e)
@@ -1044,7 +368,7 @@ static void spawn_prepare(struct rs_esock *e)
 	RS_STORE(u->shared, 1);
 	if (e->owner && e->mode == RS_ES_ARMED) {
 		if (e->owner == rs_ring_tls)
-			cancel_recv(e->owner, u);
+			rs_udp_cancel_recv(e->owner, u);
 		else
 			rs_esock_detach_on(e->owner, e);
 	}
@@ -1084,7 +408,7 @@ static void fork_prepare(struct rs_esock *e)
 	l->off = 0;
 	l->end = off;
 	l->err = err;
-	drop_all(u);
+	rs_udpq_drop_all(u);
 	RS_STORE(u->rx_err, 0);
 	*x = (struct rs_uleft_ref){ l, map, NULL };
 	struct rs_uleft_ref **tail = &u->left;
@@ -1116,7 +440,7 @@ static void fork_child(struct rs_esock *e)
 static void destroy(struct rs_esock *e)
 {
 	struct rs_udp *u = udp_of(e);
-	drop_all(u);
+	rs_udpq_drop_all(u);
 	while (u->tx_head) { /* (flushed before: a fork child's copy) */
 		struct rs_dgram *d = u->tx_head;
 		u->tx_head = d->next;
@@ -1193,7 +517,7 @@ const struct rs_kind_ops rs_udp_ops = {
 	.arm = arm,
 	.arm_when_watched = arm_when_watched,
 	.complete = complete,
-	.submit_recv = submit_recv,
+	.submit_recv = rs_udp_submit_recv,
 	.submit_tx = submit_tx,
 	.process_detach = process_detach,
 	.drain_ended = no_drain,

@@ -1,8 +1,10 @@
 /* udp_int.h - inside the datagram-socket files: the UDP socket (struct
- * rs_udp) and the calls from udp.c (the kind: receive, readiness,
- * arming, detaching, close, fork) down to udp_send.c (the send path, and
- * the socket's pending error both paths report); never back up.  Every function here runs
- * with the socket's lock held (rs_esock_enter) unless it says otherwise. */
+ * rs_udp) and the calls from udp.c (the kind: policy, readiness, arming,
+ * detaching, close, fork) down to udp_recv.c (the receive and the recv
+ * family) and udp_send.c (the send path), and from those down to udpq.c
+ * (delivery, a fork's leftovers, the socket's pending error both paths
+ * report); never back up.  Every function here runs with the socket's
+ * lock held (rs_esock_enter) unless it says otherwise. */
 #ifndef RS_UDP_INT_H
 #define RS_UDP_INT_H
 
@@ -105,13 +107,35 @@ static inline struct rs_udp *udp_of(struct rs_esock *e)
 	return (struct rs_udp *)e;
 }
 
-/* udp_send.c */
+/* udpq.c: what the socket holds for the program */
+/* One datagram into the caller's buffers, as recvmsg returns it (f: its
+ * source and MSG_TRUNC): the bytes copied, or its length with MSG_TRUNC. */
+ssize_t rs_udpq_deliver(const struct iovec *iov, int n, int flags, struct rs_dgram_from *f, const char *data,
+			uint32_t len, const void *name, uint32_t namelen);
+/* Datagrams left at forks: any (a hint, without the lock), the next one
+ * taken (-EAGAIN: none), the next one's size (-1: none); none and no
+ * error left either. */
+int rs_udpq_left_records(struct rs_udp *u);
+ssize_t rs_udpq_left_take(struct rs_udp *u, const struct iovec *iov, int n, int flags, struct rs_dgram_from *f);
+int rs_udpq_left_next_len(struct rs_udp *u);
+int rs_udpq_left_empty(struct rs_udp *u);
+/* Free every datagram of the socket's own queue. */
+void rs_udpq_drop_all(struct rs_udp *u);
 /* The socket's pending error: what the receive took (an ICMP error), an
  * error left at a fork, or a queued datagram's. */
 int rs_udp_take_error(struct rs_udp *u);   /* taken (0: none) */
 int rs_udp_error_held(struct rs_udp *u);   /* hint, without the lock */
 int rs_udp_left_error(struct rs_udp *u);   /* one left at a fork [hint] */
 void rs_udp_keep_error(struct rs_udp *u, int err); /* for the next call */
+
+/* udp_recv.c: the receive (the owner's ring, r locked) */
+void rs_udp_submit_recv(struct rs_ring *r, struct rs_esock *e); /* (the kind's submit_recv) */
+void rs_udp_cancel_recv(struct rs_ring *r, struct rs_udp *u);
+/* A completion of the receive: 1 when the socket's readiness changed. */
+int rs_udp_recv_done(struct rs_ring *r, struct rs_udp *u, struct io_uring_cqe *c);
+int rs_udp_recv_gone(void *arg); /* (a wait's condition: no receive in flight) */
+
+/* udp_send.c */
 
 /* Queued datagrams to the kernel, oldest first, in one sendmmsg per
  * batch; 0 when the queue is empty, -EAGAIN when the kernel's buffer is

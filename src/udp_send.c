@@ -74,45 +74,6 @@
 #define TX_KERNEL_AFTER_FULL 64   /* sends that are the kernel's after EAGAIN */
 #define FLUSH_WAIT_MS 10000       /* a flush waits this long for room */
 
-/* ---- the socket's pending error (the receive's, or a queued send's) ------------ */
-
-int rs_udp_left_error(struct rs_udp *u)
-{
-	for (struct rs_uleft_ref *x = RS_LOAD(u->left); x; x = __atomic_load_n(&x->next, __ATOMIC_ACQUIRE))
-		if (__atomic_load_n(&x->l->err, __ATOMIC_RELAXED))
-			return 1;
-	return 0;
-}
-
-static int left_err(struct rs_udp *u)
-{
-	for (struct rs_uleft_ref *x = u->left; x; x = x->next) {
-		int e = __atomic_exchange_n(&x->l->err, 0, __ATOMIC_RELAXED);
-		if (e)
-			return e;
-	}
-	return 0;
-}
-
-int rs_udp_take_error(struct rs_udp *u)
-{
-	int e = RS_LOAD(u->rx_err) ? __atomic_exchange_n(&u->rx_err, 0, __ATOMIC_RELAXED) : 0;
-	return e ? e : left_err(u);
-}
-
-int rs_udp_error_held(struct rs_udp *u)
-{
-	return RS_LOAD(u->rx_err) || rs_udp_left_error(u);
-}
-
-void rs_udp_keep_error(struct rs_udp *u, int err)
-{
-	if (!u->rx_err) {
-		RS_STORE(u->rx_err, err);
-		rs_ep_sock_changed(&u->e);
-	}
-}
-
 /* ---- destinations --------------------------------------------------------------- */
 
 /* The name as the kernel reads it, in *out (unused bytes zero): its
