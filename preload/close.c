@@ -36,7 +36,7 @@ RS_EXPORT int close(int fd)
 		 * server that closes the file it served after queuing the
 		 * response would pay a system call per request.) */
 		if (s)
-			rs_flush_own_tx();
+			rs_ring_flush_own_tx();
 		if (rs_engine_on)
 			rs_engine_before_close(s, fd);
 		/* Forget first: a racing socket() that gets this number back

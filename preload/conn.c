@@ -73,7 +73,7 @@ RS_EXPORT int shutdown(int fd, int how)
 {
 	struct rs_sock *s = rs_enter_fd(fd, RINGSOCK_FAM_CONN);
 	if (rs_engine_sock(s)) {
-		rs_flush_own_tx(); /* (what the thread queued before goes first) */
+		rs_ring_flush_own_tx(); /* (what the thread queued before goes first) */
 		int r = rs_sock_shutdown(s, fd, how);
 		if (r != (int)RS_PASS)
 			return (int)rs_ret(r);

@@ -90,8 +90,7 @@ static int select_engine(int nfds, fd_set *r, fd_set *w, fd_set *e, int timeout_
 		struct rs_sock *s = rs_fd_peek(fd);
 		if (ev & POLLPRI)
 			urgent_interest(&(struct pollfd){ .fd = fd, .events = POLLPRI }, 1);
-		struct rs_esock *t = s ? atomic_load(&s->eng) : NULL;
-		engine |= t && !rs_esock_passive(t);
+		engine |= s && rs_sock_on_engine(s);
 		pf[n].fd = fd;
 		pf[n].events = ev;
 		pf[n].revents = 0;

@@ -108,14 +108,6 @@ static inline void rs_count_call(int ours, int fam)
 		rs_stat_add(RS_C_CALLS_OTHER + fam, 1);
 }
 
-/* Is s served by this thread's ring (armed here), rather than by the
- * kernel or another thread's ring? */
-static inline int rs_engine_serves_here(struct rs_sock *s)
-{
-	struct rs_esock *t = atomic_load_explicit(&s->eng, memory_order_acquire);
-	return t && rs_ring_tls && rs_esock_armed_on(t, rs_ring_tls);
-}
-
 /* Common head of every fd trampoline: initialise if needed, count the call
  * in family fam, and return the fd's socket record (NULL: not ours, or
  * pass-through mode). */
@@ -133,17 +125,9 @@ static inline struct rs_sock *rs_enter_fd(int fd, int fam)
 	/* A call that goes to the kernel (another descriptor, or a socket the
 	 * engine does not serve) may block: sends this thread queued must not
 	 * wait for its next wait point. */
-	if (rs_unlikely(rs_ring_tls && rs_ring_tls->txq) && (!s || !rs_engine_serves_here(s)))
+	if (rs_unlikely(rs_ring_tx_queued()) && (!s || !rs_sock_served_here(s)))
 		rs_ring_flush_tx();
 	return s;
-}
-
-/* The kernel answers next (an engine call said RS_PASS): what this
- * thread queued goes first, as rs_enter_fd does for other descriptors. */
-static inline void rs_flush_own_tx(void)
-{
-	if (rs_ring_tls && RS_LOAD(rs_ring_tls->txq))
-		rs_ring_flush_tx();
 }
 
 /* Head of a trampoline without one fd (poll sets, fork, exec): returns 1
@@ -202,7 +186,7 @@ static inline ssize_t rs_engine_send(struct rs_sock *s, int fd, const struct iov
  * it): what it proves about a destination, a full buffer. */
 static inline void rs_after_send(struct rs_sock *s, int fd, ssize_t r, const void *name, socklen_t namelen)
 {
-	if (s && rs_engine_on && atomic_load_explicit(&s->eng, memory_order_relaxed)) {
+	if (s && rs_engine_on && rs_sock_armed(s)) {
 		int e = errno;
 		rs_sock_after_send(s, fd, r, e, name, namelen);
 		errno = e;

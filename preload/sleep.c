@@ -13,8 +13,8 @@
  * thread holds the ring; rs_enter says so and nothing is flushed) */
 static inline void before_sleep(void)
 {
-	if (rs_ring_tls && RS_LOAD(rs_ring_tls->txq) && rs_enter())
-		rs_flush_own_tx();
+	if (rs_ring_tx_queued() && rs_enter())
+		rs_ring_flush_tx();
 }
 
 RS_EXPORT int nanosleep(const struct timespec *req, struct timespec *rem)

@@ -347,6 +347,18 @@ struct io_uring_sqe *rs_ring_sqe(struct rs_ring *r); /* submits when full */
 int rs_ring_progress(struct rs_ring *r);
 /* This thread's queued sends go out now (before a call that may block). */
 void rs_ring_flush_tx(void);
+/* Has this thread queued sends its ring has not submitted? [hint] */
+static inline int rs_ring_tx_queued(void)
+{
+	struct rs_ring *r = rs_ring_tls;
+	return r && RS_LOAD(r->txq) != NULL;
+}
+/* The kernel answers next: what this thread queued goes first. */
+static inline void rs_ring_flush_own_tx(void)
+{
+	if (rs_ring_tx_queued())
+		rs_ring_flush_tx();
+}
 /* Like progress, then wait until cond(arg) or no more can happen soon
  * (timeout_ms < 0: no limit).  Returns 0, -ETIME or -EINTR. */
 int rs_ring_wait(struct rs_ring *r, int (*cond)(void *), void *arg, int timeout_ms);
@@ -675,11 +687,32 @@ static inline int rs_esock_armed_on(struct rs_esock *e, struct rs_ring *r)
 {
 	return RS_LOAD(e->mode) == RS_ES_ARMED && (!r || RS_LOAD(e->owner) == r);
 }
+
+/* Is s served by this thread's ring (armed here), rather than by the
+ * kernel or another thread's ring? */
+static inline int rs_sock_served_here(struct rs_sock *s)
+{
+	struct rs_esock *e = atomic_load_explicit(&s->eng, memory_order_acquire);
+	return e && rs_ring_tls && rs_esock_armed_on(e, rs_ring_tls);
+}
+
 /* The kind's readiness, with ERR for an error kept for the next call. */
 unsigned rs_esock_readiness(struct rs_esock *e);
 static inline int rs_esock_passive(struct rs_esock *e)
 {
 	return __atomic_load_n(&e->passive, __ATOMIC_ACQUIRE);
+}
+
+/* Has s been armed (the engine may hold something of it)?  And is the
+ * engine still part of its path (armed, not passive)?  [hints] */
+static inline int rs_sock_armed(struct rs_sock *s)
+{
+	return atomic_load_explicit(&s->eng, memory_order_relaxed) != NULL;
+}
+static inline int rs_sock_on_engine(struct rs_sock *s)
+{
+	struct rs_esock *e = atomic_load_explicit(&s->eng, memory_order_acquire);
+	return e && !rs_esock_passive(e);
 }
 /* The kernel reported revents for e: ERR or HUP is a reset or an end the
  * program has seen, so its next send must fail as the kernel's would. */

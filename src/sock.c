@@ -461,13 +461,6 @@ static const struct rs_kind_ops *kind_of(struct rs_sock *s)
 	return k ? *k : NULL;
 }
 
-/* The kernel answers next: what this thread queued goes first. */
-static void kernel_next(void)
-{
-	if (rs_ring_tls && RS_LOAD(rs_ring_tls->txq))
-		rs_ring_flush_tx();
-}
-
 ssize_t rs_sock_recv(struct rs_sock *s, int fd, const struct iovec *iov, int n, int flags,
 		     struct rs_dgram_from *f)
 {
@@ -475,7 +468,7 @@ ssize_t rs_sock_recv(struct rs_sock *s, int fd, const struct iovec *iov, int n, 
 	flags &= ~MSG_CMSG_CLOEXEC; /* (what the engine holds carries no control messages) */
 	ssize_t r = k ? k->recv_call(s, fd, iov, n, flags, f) : RS_PASS;
 	if (r == RS_PASS)
-		kernel_next(); /* (the kernel's read: it may wait) */
+		rs_ring_flush_own_tx(); /* (the kernel's read: it may wait) */
 	return r;
 }
 
@@ -484,7 +477,7 @@ ssize_t rs_sock_send(struct rs_sock *s, int fd, const struct rs_send *m)
 	const struct rs_kind_ops *k = kind_of(s);
 	ssize_t r = k ? k->send_call(s, fd, m) : RS_PASS;
 	if (r == RS_PASS)
-		kernel_next();
+		rs_ring_flush_own_tx();
 	return r;
 }
 
@@ -498,7 +491,7 @@ int rs_sock_recvmmsg(struct rs_sock *s, int fd, struct mmsghdr *vec, unsigned vl
 	}
 	int r = k->recvmmsg_call(s, fd, vec, vlen, flags, tmo);
 	if (r == (int)RS_PASS)
-		kernel_next();
+		rs_ring_flush_own_tx();
 	return r;
 }
 

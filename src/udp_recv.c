@@ -567,8 +567,7 @@ int rs_udp_recvmmsg(struct rs_sock *s, int fd, struct mmsghdr *vec, unsigned vle
 				left = (struct timespec){ (time_t)(ns / 1000000000), (long)(ns % 1000000000) };
 				lp = &left;
 			}
-			if (rs_ring_tls && RS_LOAD(rs_ring_tls->txq))
-				rs_ring_flush_tx(); /* (this thread's queued sends first) */
+			rs_ring_flush_own_tx(); /* (this thread's queued sends first) */
 			long k = rs_blocking_syscall(SYS_recvmmsg, fd, (long)(vec + i), vlen - i, fl, (long)lp, 0);
 			if (lp)
 				*tmo = left;
