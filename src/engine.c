@@ -62,7 +62,7 @@ static void thread_exit(void *arg)
 		return;
 	rs_ring_lock(r);
 	while (r->owned)
-		r->owned->ops->ring_gone(r, r->owned);
+		rs_esock_ring_gone(r, r->owned);
 	/* Zero-copy sends' chunks come back only with the kernel's
 	 * notification (once the peer acknowledged the data): wait for them,
 	 * as for sends a drain job still had. */
@@ -161,7 +161,7 @@ static void after_fork_child(void)
 	for (struct rs_ring *r = rs_rings(); r; r = r->all_next)
 		if (!r->dead)
 			while (r->owned)
-				r->owned->ops->fork_child(r->owned);
+				rs_esock_fork_child(r->owned);
 	rs_rings_after_fork_child();
 }
 

@@ -589,6 +589,10 @@ struct rs_esock {
 				  * [mu, hint; never cleared] */
 	uint8_t closing;         /* fd closed; freed when nothing is in flight */
 	uint8_t recv_armed;      /* a multishot receive is in flight [ring, hint] */
+	uint8_t recv_cancel;     /* the receive's cancel is submitted [ring] */
+	uint32_t ops_inflight;   /* completions the owner's ring still expects
+				  * for it (receive, sends, cancels) [ring]:
+				  * a closed socket is freed at 0 */
 	uint8_t kfull;           /* the kernel's send buffer was full at the
 				  * last direct send: writability is the
 				  * kernel's [hint: readiness code clears it
@@ -615,11 +619,22 @@ struct rs_kind_ops {
 	void (*drain_ended)(struct rs_ring *r, struct rs_esock *e); /* its drain job is done */
 	/* the watchdog (not the owner, r locked): queued sends out now */
 	void (*flush_queued)(struct rs_ring *r, struct rs_esock *e);
-	/* lifecycle */
-	void (*ring_gone)(struct rs_ring *r, struct rs_esock *e); /* owner thread exits */
+	/* lifecycle: the core (sock.c) makes every state change and calls these
+	 * for what only the kind knows */
+	/* the owner's thread exits (r locked, the socket DETACHING unless
+	 * closing): stop the receive, push out the sends, and wait (up to
+	 * 10 s) until nothing of the socket is in flight */
+	void (*ring_gone)(struct rs_ring *r, struct rs_esock *e);
+	/* DETACHING: nothing in flight the detach must wait for */
+	int (*detach_done)(struct rs_esock *e);
+	/* the socket leaves r (r locked): what of it the ring's memory holds
+	 * (received buffers, a cached frag chunk) becomes its own or goes */
+	void (*leave_ring)(struct rs_ring *r, struct rs_esock *e); /* NULL: none */
 	void (*spawn_prepare)(struct rs_esock *e); /* another process may read it */
 	void (*fork_prepare)(struct rs_esock *e);  /* all ring locks held */
-	void (*fork_child)(struct rs_esock *e);    /* in the child: ring gone */
+	/* in the fork child, after the core's reset: the kind's in-flight
+	 * state and what belonged to the parent's ring */
+	void (*fork_child)(struct rs_esock *e);
 	int (*tx_pending)(struct rs_esock *e);     /* accepted sends not yet out */
 	size_t (*flush_direct)(struct rs_esock *e); /* write them with system calls */
 	void (*sync_tx)(struct rs_esock *e);       /* before a call the kernel makes */
@@ -752,6 +767,17 @@ void rs_esock_register(struct rs_esock *e);
 /* Off that list, the kind's memory (destroy) and the record's reference
  * released, e freed.  Not while the process is dying (no free()). */
 void rs_esock_free(struct rs_esock *e);
+/* The lifecycle's transitions (r: the owner's ring, locked): */
+/* DETACHING -> DETACHED once the kind says nothing is in flight, and a
+ * closed socket with nothing in flight freed: after every completion, a
+ * detach request, a drain's end, a close. */
+void rs_esock_maybe_finish(struct rs_ring *r, struct rs_esock *e);
+/* DETACHING -> DETACHED now (the ring lets it go). */
+void rs_esock_finalize_detach(struct rs_ring *r, struct rs_esock *e);
+/* The owner thread exits (thread exit, engine.c). */
+void rs_esock_ring_gone(struct rs_ring *r, struct rs_esock *e);
+/* In a fork child: ARMED/DETACHING -> DETACHED, the parent's ring gone. */
+void rs_esock_fork_child(struct rs_esock *e);
 /* Owner side: the socket leaves the engine for reason (counted), waits
  * until nothing of it is in flight (this thread's ring) or hands it to its
  * owner's (another thread's). */
@@ -770,9 +796,6 @@ void rs_esock_fork_prepare_detached(void); /* socks lock held across fork */
 void rs_esock_fork_release_detached(int child);
 
 /* The calls of the preload layer on a record: */
-/* Never arm s (not yet armed), and count why once. */
-void rs_sock_passthrough(struct rs_sock *s, int reason);
-void rs_sock_count_passthrough(struct rs_sock *s, int reason);
 /* Before a call that goes to the kernel on an engine socket (setsockopt,
  * ioctl, getsockopt, fcntl, shutdown, sendmsg with ancillary data...):
  * accepted bytes reach the kernel first; detach when the call changes

@@ -226,3 +226,21 @@ size_t rs_fdtab_live(void)
 {
 	return atomic_load(&live);
 }
+
+/* ---- pass-through reasons ------------------------------------------------------ */
+
+void rs_sock_count_passthrough(struct rs_sock *s, int reason)
+{
+	if (s->pt_counted || (reason == RINGSOCK_PT_BLOCKING && s->pt_counted_blocking))
+		return;
+	s->pt_counted = 1;
+	s->pt_reason = reason;
+	rs_stat_add(RS_C_PASSTHROUGH + reason, 1);
+}
+
+void rs_sock_passthrough(struct rs_sock *s, int reason)
+{
+	if (!atomic_load(&s->eng))
+		s->no_engine = 1;
+	rs_sock_count_passthrough(s, reason);
+}

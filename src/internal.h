@@ -152,6 +152,10 @@ void rs_fd_forget(int fd);
 void rs_fd_dup(int oldfd, int newfd);
 void rs_fd_forget_range(unsigned first, unsigned last);
 size_t rs_fdtab_live(void);
+/* A record's pass-through: never arm s (not yet armed), and count why,
+ * once per socket. */
+void rs_sock_passthrough(struct rs_sock *s, int reason);
+void rs_sock_count_passthrough(struct rs_sock *s, int reason);
 
 /* ---- fdguard.c: descriptors the engine owns ---------------------------- */
 /* Move fd to a high number and mark it as the engine's; stores the new fd

@@ -44,24 +44,6 @@ void rs_esock_kind(int type, const struct rs_kind_ops *ops)
 		*k = ops;
 }
 
-/* ---- pass-through ------------------------------------------------------------ */
-
-void rs_sock_count_passthrough(struct rs_sock *s, int reason)
-{
-	if (s->pt_counted || (reason == RINGSOCK_PT_BLOCKING && s->pt_counted_blocking))
-		return;
-	s->pt_counted = 1;
-	s->pt_reason = reason;
-	rs_stat_add(RS_C_PASSTHROUGH + reason, 1);
-}
-
-void rs_sock_passthrough(struct rs_sock *s, int reason)
-{
-	if (!atomic_load(&s->eng))
-		s->no_engine = 1;
-	rs_sock_count_passthrough(s, reason);
-}
-
 /* ---- locking ------------------------------------------------------------------ */
 
 static void lock_e(struct rs_esock *e)
@@ -254,6 +236,80 @@ static void start_detach(struct rs_esock *e, int reason)
 	RS_STORE(e->mode, RS_ES_DETACHING);
 	rs_sock_count_passthrough(e->sock, reason);
 	rs_stat_add(RS_C_DETACHED, 1);
+}
+
+/* ---- the lifecycle's transitions ----------------------------------------------- */
+
+/* e leaves r, closed and with nothing in flight (r locked). */
+static void leave_ring(struct rs_ring *r, struct rs_esock *e)
+{
+	if (e->ops->leave_ring)
+		e->ops->leave_ring(r, e);
+	rs_ring_forget(r, e);
+	rs_ring_disown(r, e);
+	__atomic_store_n(&e->owner, NULL, __ATOMIC_RELEASE);
+}
+
+void rs_esock_finalize_detach(struct rs_ring *r, struct rs_esock *e)
+{
+	if (e->ops->leave_ring)
+		e->ops->leave_ring(r, e);
+	rs_ring_forget(r, e);
+	rs_mutex_lock(&e->mu);
+	rs_ring_disown(r, e);
+	RS_STORE(e->mode, RS_ES_DETACHED);
+	__atomic_store_n(&e->owner, NULL, __ATOMIC_RELEASE);
+	rs_mutex_unlock(&e->mu);
+	rs_ep_sock_detached(e);
+}
+
+void rs_esock_maybe_finish(struct rs_ring *r, struct rs_esock *e)
+{
+	if (e->mode == RS_ES_DETACHING && e->owner == r && e->ops->detach_done(e))
+		rs_esock_finalize_detach(r, e);
+	if (e->closing && !e->ops_inflight && e->owner == NULL) {
+		rs_esock_free(e);
+	} else if (e->closing && !e->ops_inflight && e->owner == r && !e->recv_armed) {
+		leave_ring(r, e);
+		rs_esock_free(e);
+	}
+}
+
+void rs_esock_ring_gone(struct rs_ring *r, struct rs_esock *e)
+{
+	if (e->mode == RS_ES_ARMED && !e->closing) {
+		RS_STORE(e->mode, RS_ES_DETACHING);
+		rs_sock_count_passthrough(e->sock, RINGSOCK_PT_THREAD);
+	}
+	e->ops->ring_gone(r, e);
+	if (r->owned != e)
+		return; /* (freed or finished meanwhile: thread exit takes them in order) */
+	if (e->closing) {
+		leave_ring(r, e);
+		rs_esock_free(e);
+		return;
+	}
+	rs_esock_finalize_detach(r, e);
+}
+
+void rs_esock_fork_child(struct rs_esock *e)
+{
+	struct rs_ring *r = e->owner;
+	if (r) {
+		rs_ring_disown(r, e);
+		if (e->recv_armed)
+			r->nrecv--;
+	}
+	e->owner = NULL;
+	pthread_mutex_init(&e->mu, NULL);
+	RS_STORE(e->mode, RS_ES_DETACHED);
+	e->recv_armed = e->recv_cancel = 0;
+	e->on_txq = e->on_rearm = e->on_detach = e->on_draining = 0;
+	e->ops_inflight = 0;
+	e->drain = NULL; /* the parent's drain thread sends it */
+	if (e->ops->fork_child)
+		e->ops->fork_child(e);
+	rs_sock_count_passthrough(e->sock, RINGSOCK_PT_FORK);
 }
 
 void rs_esock_detach_on(struct rs_ring *r, struct rs_esock *e)

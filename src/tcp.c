@@ -6,8 +6,9 @@
  * A socket is armed (arm) once it is connected and reachable through one
  * descriptor; its receive and send completions come back here (complete)
  * and go to the two paths; it leaves the engine through process_detach
- * and finalize_detach, or is freed once closed with nothing in flight
- * (maybe_finish).  States: engine.h, struct rs_esock.
+ * and the core's transitions (sock.c: rs_esock_maybe_finish, which asks
+ * detach_done here), or is freed once closed with nothing in flight.
+ * States: engine.h, struct rs_esock.
  *
  * Every function here runs with the socket's lock held (rs_esock_enter):
  * the owner ring's lock while the socket is owned, its own mutex after.
@@ -111,46 +112,22 @@ static struct rs_esock *arm(struct rs_sock *s, int fd)
 	return &t->e;
 }
 
-/* Owner side: nothing of t is left on the ring; hand it to pass-through. */
-static void finalize_detach(struct rs_ring *r, struct rs_tcp *t)
+/* Nothing in flight the detach waits for: the receive, a send, queued
+ * bytes, a drain job. */
+static int detach_done(struct rs_esock *e)
 {
+	struct rs_tcp *t = rs_tcp_of(e);
+	return !e->recv_armed && !t->send_inflight && !t->tx_cnt && !e->drain;
+}
+
+/* t leaves r: received bytes still in r's buffers move to the heap, and
+ * the cached frag chunk goes back to r's pool. */
+static void leave_ring(struct rs_ring *r, struct rs_esock *e)
+{
+	struct rs_tcp *t = rs_tcp_of(e);
 	rs_rxq_to_heap(t);
 	rs_frag_cache_drop(&r->frag, t->txc);
 	t->txc = NULL;
-	rs_ring_forget(r, &t->e);
-	rs_mutex_lock(&t->e.mu);
-	rs_ring_disown(r, &t->e);
-	RS_STORE(t->e.mode, RS_ES_DETACHED);
-	__atomic_store_n(&t->e.owner, NULL, __ATOMIC_RELEASE);
-	rs_mutex_unlock(&t->e.mu);
-	rs_ep_sock_detached(&t->e);
-}
-
-static int detach_done(struct rs_tcp *t)
-{
-	return !t->e.recv_armed && !t->send_inflight && !t->tx_cnt && !t->e.drain;
-}
-
-/* A closed socket with nothing in flight leaves its ring to be freed. */
-static void leave_ring(struct rs_ring *r, struct rs_tcp *t)
-{
-	rs_frag_cache_drop(&r->frag, t->txc);
-	t->txc = NULL;
-	rs_ring_forget(r, &t->e);
-	rs_ring_disown(r, &t->e);
-	__atomic_store_n(&t->e.owner, NULL, __ATOMIC_RELEASE);
-}
-
-static void maybe_finish(struct rs_ring *r, struct rs_tcp *t)
-{
-	if (t->e.mode == RS_ES_DETACHING && detach_done(t) && t->e.owner == r)
-		finalize_detach(r, t);
-	if (t->e.closing && !t->ops_inflight && t->e.owner == NULL) {
-		rs_esock_free(&t->e);
-	} else if (t->e.closing && !t->ops_inflight && t->e.owner == r && !t->e.recv_armed) {
-		leave_ring(r, t);
-		rs_esock_free(&t->e);
-	}
 }
 
 /* Armed when an epoll set registers it (this thread will wait for it); a
@@ -168,14 +145,14 @@ static void process_detach(struct rs_ring *r, struct rs_esock *e)
 	rs_tcpq_check(t);
 	rs_tcp_cancel_recv(r, t);
 	rs_tcp_submit_tx(r, t);
-	maybe_finish(r, t);
+	rs_esock_maybe_finish(r, &t->e);
 }
 
 static void drain_ended(struct rs_ring *r, struct rs_esock *e)
 {
 	struct rs_tcp *t = rs_tcp_of(e);
 	rs_tcp_drain_end(t);
-	maybe_finish(r, t);
+	rs_esock_maybe_finish(r, &t->e);
 }
 
 static void complete(struct rs_ring *r, struct rs_esock *e, int op, struct io_uring_cqe *c)
@@ -209,7 +186,7 @@ static void complete(struct rs_ring *r, struct rs_esock *e, int op, struct io_ur
 		break;
 	}
 	case RS_UD_CANCEL:
-		t->ops_inflight--;
+		t->e.ops_inflight--;
 		break;
 	}
 	rs_tcpq_check(t);
@@ -219,7 +196,7 @@ static void complete(struct rs_ring *r, struct rs_esock *e, int op, struct io_ur
 		else
 			rs_ep_sock_changed(&t->e);
 	}
-	maybe_finish(r, t);
+	rs_esock_maybe_finish(r, &t->e);
 }
 
 /* ---- readiness, errors, ioctls --------------------------------------------- */
@@ -410,7 +387,7 @@ static int close_sock(struct rs_sock *s, int fd)
 		rs_esock_free(e);
 		return 0;
 	}
-	maybe_finish(r, t); /* may free t */
+	rs_esock_maybe_finish(r, &t->e); /* may free t */
 	rs_ring_unlock(held);
 	return 0;
 }
@@ -436,31 +413,21 @@ static int left_or_drained(void *arg)
 	return g->r->owned != &g->t->e || drained_cond(g->t);
 }
 
+/* The owner thread exits: the receive ends, queued sends go, and what a
+ * peer that does not read keeps from going (10 s) is dropped. */
 static void ring_gone(struct rs_ring *r, struct rs_esock *es)
 {
 	struct rs_tcp *t = rs_tcp_of(es);
-	if (t->e.mode == RS_ES_ARMED && !t->e.closing) {
-		RS_STORE(t->e.mode, RS_ES_DETACHING);
-		rs_sock_count_passthrough(t->e.sock, RINGSOCK_PT_THREAD);
-	}
 	rs_tcp_cancel_recv(r, t);
 	rs_tcp_submit_tx(r, t);
 	struct gone_arg g = { r, t };
 	int e = rs_ring_wait(r, left_or_drained, &g, 10000);
-	if (r->owned != es)
-		return; /* (r->owned is t here: thread exit takes them in order) */
-	if (e == -ETIME) {
+	if (e == -ETIME && r->owned == es) {
 		/* A drain goes on without this ring (the next send finds out
 		 * when it ended). */
 		rs_warn("thread exit: a send to a peer that is not reading did not finish in 10 s");
 		rs_txq_drop_all(t, r);
 	}
-	if (t->e.closing) {
-		leave_ring(r, t);
-		rs_esock_free(es);
-		return;
-	}
-	finalize_detach(r, t);
 }
 
 /* Before fork (all ring locks held): received data the engine holds moves
@@ -508,23 +475,12 @@ static void fork_prepare(struct rs_esock *e)
 
 /* In the child: the ring is gone; the socket is served by the kernel after
  * its leftover.  Sends the parent still had in flight are the parent's. */
+/* In the fork child (the core has reset the common state): no send is in
+ * flight; ring buffers and frag chunks are not the child's. */
 static void fork_child(struct rs_esock *e)
 {
 	struct rs_tcp *t = rs_tcp_of(e);
-	struct rs_ring *r = t->e.owner;
-	if (r) {
-		rs_ring_disown(r, e);
-		if (t->e.recv_armed)
-			r->nrecv--;
-	}
-	t->e.owner = NULL;
-	pthread_mutex_init(&t->e.mu, NULL);
-	RS_STORE(t->e.mode, RS_ES_DETACHED);
-	t->e.recv_armed = t->recv_cancel = t->send_inflight = 0;
-	t->e.on_txq = t->e.on_rearm = t->e.on_detach = t->e.on_draining = 0;
-	t->e.drain = NULL; /* the parent's drain thread sends it */
-	t->ops_inflight = 0;
-	/* ring buffers and frag chunks are not the child's */
+	t->send_inflight = 0;
 	t->rx_cnt = 0;
 	t->ovf_head = t->ovf_tail = 0;
 	t->rx_bufs = 0;
@@ -533,7 +489,6 @@ static void fork_child(struct rs_esock *e)
 	t->tx_bytes = 0;
 	t->linear_used = 0;
 	t->txc = NULL; /* the parent's */
-	rs_sock_count_passthrough(t->e.sock, RINGSOCK_PT_FORK);
 }
 
 static size_t tx_held(struct rs_esock *e)
@@ -629,6 +584,8 @@ const struct rs_kind_ops rs_tcp_ops = {
 	.drain_ended = drain_ended,
 	.flush_queued = flush_queued,
 	.ring_gone = ring_gone,
+	.detach_done = detach_done,
+	.leave_ring = leave_ring,
 	.spawn_prepare = spawn_prepare,
 	.fork_prepare = fork_prepare,
 	.fork_child = fork_child,

@@ -71,9 +71,7 @@ struct rs_tcp {
 	uint64_t tx_acc;          /* bytes accepted since, queued or sent */
 	uint32_t inflight_segs;   /* segments covered by the send in flight */
 	uint32_t inflight_bytes;
-	uint32_t ops_inflight;    /* CQEs still expected (recv + send + cancel) */
 	uint8_t tx_err_eof;       /* tx_err came after the input's end */
-	uint8_t recv_cancel;      /* the receive's cancel has been submitted */
 	uint8_t rx_stop;          /* never arm it again (closing) */
 	uint8_t throttled;        /* stopped pulling: over the per-socket bound */
 	uint8_t rx_direct;        /* bulk reader: no multishot receive, reads go

@@ -68,15 +68,15 @@ void rs_tcp_submit_recv(struct rs_ring *r, struct rs_tcp *t)
 	t->e.recv_armed = 1;
 	r->nrecv++;
 	r->sq_recvs++;
-	t->recv_cancel = 0;
-	t->ops_inflight++;
+	t->e.recv_cancel = 0;
+	t->e.ops_inflight++;
 	if (rs_fault(RS_FAULT_CANCEL))
 		rs_tcp_cancel_recv(r, t);
 }
 
 void rs_tcp_cancel_recv(struct rs_ring *r, struct rs_tcp *t)
 {
-	if (!t->e.recv_armed || t->recv_cancel)
+	if (!t->e.recv_armed || t->e.recv_cancel)
 		return;
 	struct io_uring_sqe *sqe = rs_ring_sqe(r);
 	if (!sqe) {
@@ -87,8 +87,8 @@ void rs_tcp_cancel_recv(struct rs_ring *r, struct rs_tcp *t)
 	}
 	io_uring_prep_cancel64(sqe, RS_UD(t, RS_UD_RECV), 0);
 	io_uring_sqe_set_data64(sqe, RS_UD(t, RS_UD_CANCEL));
-	t->recv_cancel = 1;
-	t->ops_inflight++;
+	t->e.recv_cancel = 1;
+	t->e.ops_inflight++;
 }
 
 /* From now on the kernel reports the socket's input and reads go straight
@@ -681,7 +681,7 @@ void rs_tcp_recv_done(struct rs_ring *r, struct rs_tcp *t, struct io_uring_cqe *
 		 * socket stays over its bound, it is armed again. */
 		t->e.recv_armed = 0;
 		r->nrecv--;
-		t->ops_inflight--;
+		t->e.ops_inflight--;
 		if (t->e.mode == RS_ES_ARMED && !t->e.closing && !t->throttled && !t->rx_stop && !t->rx_eof &&
 		    !t->rx_err && !t->rx_direct && !t->shut_rd)
 			rs_ring_rearm_add(r, &t->e);

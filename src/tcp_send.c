@@ -596,7 +596,7 @@ void rs_tcp_submit_tx(struct rs_ring *r, struct rs_tcp *t)
 	if (!t->tx_wait)
 		r->sq_sends++; /* completes in the enter that submits it */
 	t->send_inflight = 1;
-	t->ops_inflight++;
+	t->e.ops_inflight++;
 	rs_stat_add(RS_C_SENDS_SUBMITTED, 1);
 }
 
@@ -665,7 +665,7 @@ void rs_tcp_send_done(struct rs_ring *r, struct rs_tcp *t, struct io_uring_cqe *
 {
 	t->send_inflight = 0;
 	t->inflight_segs = 0;
-	t->ops_inflight--;
+	t->e.ops_inflight--;
 	int res = c->res;
 	int full = 0;
 	int was_zc = t->inflight_zc;

@@ -383,7 +383,7 @@ void rs_tcpq_check(struct rs_tcp *t)
 	for (uint32_t i = 0; i < t->tx_cnt; i++)
 		bytes += rs_txq_at(t, i)->len;
 	rs_assert(bytes == t->tx_bytes);
-	rs_assert(t->ops_inflight >= (uint32_t)t->e.recv_armed + t->send_inflight);
+	rs_assert(t->e.ops_inflight >= (uint32_t)t->e.recv_armed + t->send_inflight);
 	rs_assert(!t->e.recv_armed || t->e.owner);
 }
 #endif

@@ -200,31 +200,10 @@ static int arm_when_watched(struct rs_sock *s)
 	return 0;
 }
 
-/* Owner side: nothing of u is left on the ring; hand it to pass-through
- * (what it holds is on the heap already). */
-static void finalize_detach(struct rs_ring *r, struct rs_udp *u)
+/* Nothing in flight the detach waits for: the receive. */
+static int detach_done(struct rs_esock *e)
 {
-	rs_ring_forget(r, &u->e);
-	rs_mutex_lock(&u->e.mu);
-	rs_ring_disown(r, &u->e);
-	RS_STORE(u->e.mode, RS_ES_DETACHED);
-	__atomic_store_n(&u->e.owner, NULL, __ATOMIC_RELEASE);
-	rs_mutex_unlock(&u->e.mu);
-	rs_ep_sock_detached(&u->e);
-}
-
-static void maybe_finish(struct rs_ring *r, struct rs_udp *u)
-{
-	if (u->e.mode == RS_ES_DETACHING && !u->e.recv_armed && u->e.owner == r)
-		finalize_detach(r, u);
-	if (u->e.closing && !u->ops_inflight && u->e.owner == NULL) {
-		rs_esock_free(&u->e);
-	} else if (u->e.closing && !u->ops_inflight && u->e.owner == r && !u->e.recv_armed) {
-		rs_ring_forget(r, &u->e);
-		rs_ring_disown(r, &u->e);
-		__atomic_store_n(&u->e.owner, NULL, __ATOMIC_RELEASE);
-		rs_esock_free(&u->e);
-	}
+	return !e->recv_armed;
 }
 
 static void complete(struct rs_ring *r, struct rs_esock *e, int op, struct io_uring_cqe *c)
@@ -236,10 +215,10 @@ static void complete(struct rs_ring *r, struct rs_esock *e, int op, struct io_ur
 		edge = rs_udp_recv_done(r, u, c);
 		input = c->res > 0;
 	} else if (op == RS_UD_CANCEL) {
-		u->ops_inflight--;
+		u->e.ops_inflight--;
 	} else if (op == RS_UD_SEND) {
 		/* the kernel's buffer has room (or the poll was removed) */
-		u->ops_inflight--;
+		u->e.ops_inflight--;
 		u->tx_polling = u->tx_unpolling = 0;
 		if (u->tx_cnt && e->mode == RS_ES_ARMED && !e->closing)
 			rs_ring_txq_add(r, e);
@@ -250,7 +229,7 @@ static void complete(struct rs_ring *r, struct rs_esock *e, int op, struct io_ur
 		else
 			rs_ep_sock_changed(e);
 	}
-	maybe_finish(r, u);
+	rs_esock_maybe_finish(r, &u->e);
 }
 
 static void process_detach(struct rs_ring *r, struct rs_esock *e)
@@ -259,7 +238,7 @@ static void process_detach(struct rs_ring *r, struct rs_esock *e)
 	rs_udp_tx_flush(u, RS_UDP_FLUSH_WAIT); /* (its queue before the kernel's sends) */
 	rs_udp_tx_unpoll(r, u);
 	rs_udp_cancel_recv(r, u);
-	maybe_finish(r, u);
+	rs_esock_maybe_finish(r, &u->e);
 }
 
 
@@ -317,7 +296,7 @@ static int close_sock(struct rs_sock *s, int fd)
 		rs_esock_free(e);
 		return 0;
 	}
-	maybe_finish(r, u); /* may free u */
+	rs_esock_maybe_finish(r, &u->e); /* may free u */
 	rs_ring_unlock(held);
 	return 0;
 }
@@ -333,28 +312,15 @@ static int left_or_ended(void *arg)
 	return g->r->owned != &g->u->e || !g->u->e.recv_armed;
 }
 
+/* The owner thread exits: queued datagrams go, the receive ends (10 s). */
 static void ring_gone(struct rs_ring *r, struct rs_esock *e)
 {
 	struct rs_udp *u = udp_of(e);
 	rs_udp_tx_flush(u, RS_UDP_FLUSH_WAIT);
 	rs_udp_tx_unpoll(r, u);
-	if (e->mode == RS_ES_ARMED && !e->closing) {
-		RS_STORE(e->mode, RS_ES_DETACHING);
-		rs_sock_count_passthrough(e->sock, RINGSOCK_PT_THREAD);
-	}
 	rs_udp_cancel_recv(r, u);
 	struct gone_arg g = { r, u };
 	rs_ring_wait(r, left_or_ended, &g, 10000);
-	if (r->owned != e)
-		return; /* (freed or finished meanwhile) */
-	if (e->closing) {
-		rs_ring_forget(r, e);
-		rs_ring_disown(r, e);
-		__atomic_store_n(&e->owner, NULL, __ATOMIC_RELEASE);
-		rs_esock_free(e);
-		return;
-	}
-	finalize_detach(r, u);
 }
 
 /* Another process may read it from now on (vfork, posix_spawn, fork): no
@@ -418,24 +384,6 @@ static void fork_prepare(struct rs_esock *e)
 }
 
 /* In the child: the ring is gone; what was held is in the shared memory. */
-static void fork_child(struct rs_esock *e)
-{
-	struct rs_udp *u = udp_of(e);
-	struct rs_ring *r = e->owner;
-	if (r) {
-		rs_ring_disown(r, e);
-		if (e->recv_armed)
-			r->nrecv--;
-	}
-	e->owner = NULL;
-	pthread_mutex_init(&e->mu, NULL);
-	RS_STORE(e->mode, RS_ES_DETACHED);
-	e->recv_armed = 0;
-	u->recv_cancel = 0;
-	e->on_txq = e->on_rearm = e->on_detach = e->on_draining = 0;
-	u->ops_inflight = 0;
-	rs_sock_count_passthrough(e->sock, RINGSOCK_PT_FORK);
-}
 
 static void destroy(struct rs_esock *e)
 {
@@ -523,9 +471,9 @@ const struct rs_kind_ops rs_udp_ops = {
 	.drain_ended = no_drain,
 	.flush_queued = flush_queued,
 	.ring_gone = ring_gone,
+	.detach_done = detach_done,
 	.spawn_prepare = spawn_prepare,
 	.fork_prepare = fork_prepare,
-	.fork_child = fork_child,
 	.tx_pending = tx_pending,
 	.flush_direct = flush_direct,
 	.sync_tx = sync_tx,

@@ -71,10 +71,8 @@ struct rs_udp {
 	uint32_t cnt;            /* datagrams held [hint] */
 	uint32_t held;           /* their cost (DGRAM_COST) [hint] */
 	int rx_err;              /* an error the receive took [hint] */
-	uint32_t ops_inflight;   /* CQEs still expected (receive, cancels) */
 	uint32_t limit;          /* rx_limit's value ... */
 	int limit_for;           /* ... for this SO_RCVBUF the program set */
-	uint8_t recv_cancel;     /* the receive's cancel is submitted */
 	uint8_t rx_stop;         /* closing: never arm it again */
 	uint8_t throttled;       /* at the bound: no receive until read down */
 	uint8_t kwait;           /* a reader that waits for every datagram: its

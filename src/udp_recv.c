@@ -52,7 +52,7 @@ static uint32_t rx_limit(struct rs_udp *u)
 
 void rs_udp_cancel_recv(struct rs_ring *r, struct rs_udp *u)
 {
-	if (!u->e.recv_armed || u->recv_cancel)
+	if (!u->e.recv_armed || u->e.recv_cancel)
 		return;
 	struct io_uring_sqe *sqe = rs_ring_sqe(r);
 	if (!sqe) {
@@ -61,8 +61,8 @@ void rs_udp_cancel_recv(struct rs_ring *r, struct rs_udp *u)
 	}
 	io_uring_prep_cancel64(sqe, RS_UD(u, RS_UD_RECV), 0);
 	io_uring_sqe_set_data64(sqe, RS_UD(u, RS_UD_CANCEL));
-	u->recv_cancel = 1;
-	u->ops_inflight++;
+	u->e.recv_cancel = 1;
+	u->e.ops_inflight++;
 }
 
 void rs_udp_submit_recv(struct rs_ring *r, struct rs_esock *e)
@@ -85,8 +85,8 @@ void rs_udp_submit_recv(struct rs_ring *r, struct rs_esock *e)
 	e->recv_armed = 1;
 	r->nrecv++;
 	r->sq_recvs++;
-	u->recv_cancel = 0;
-	u->ops_inflight++;
+	u->e.recv_cancel = 0;
+	u->e.ops_inflight++;
 	if (rs_fault(RS_FAULT_CANCEL))
 		rs_udp_cancel_recv(r, u);
 }
@@ -150,7 +150,7 @@ int rs_udp_recv_done(struct rs_ring *r, struct rs_udp *u, struct io_uring_cqe *c
 	if (!more) {
 		u->e.recv_armed = 0;
 		r->nrecv--;
-		u->ops_inflight--;
+		u->e.ops_inflight--;
 	}
 	if (c->flags & IORING_CQE_F_BUFFER) {
 		unsigned bid = c->flags >> IORING_CQE_BUFFER_SHIFT;

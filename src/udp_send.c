@@ -177,7 +177,7 @@ static void poll_room(struct rs_udp *u)
 	io_uring_prep_poll_add(sqe, u->e.fd, POLLOUT);
 	io_uring_sqe_set_data64(sqe, RS_UD(u, RS_UD_SEND));
 	u->tx_polling = 1;
-	u->ops_inflight++;
+	u->e.ops_inflight++;
 }
 
 void rs_udp_tx_unpoll(struct rs_ring *r, struct rs_udp *u)
@@ -188,7 +188,7 @@ void rs_udp_tx_unpoll(struct rs_ring *r, struct rs_udp *u)
 	io_uring_prep_poll_remove(sqe, RS_UD(u, RS_UD_SEND));
 	io_uring_sqe_set_data64(sqe, RS_UD(u, RS_UD_CANCEL));
 	u->tx_unpolling = 1;
-	u->ops_inflight++;
+	u->e.ops_inflight++;
 }
 
 int rs_udp_tx_flush(struct rs_udp *u, int how)
