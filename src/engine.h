@@ -322,6 +322,14 @@ struct rs_ring {
 	uint64_t prepare_seq;   /* rounds of engine work (watchdog) [lock] */
 	uint64_t watch_seq;     /* prepare_seq at the watchdog's last look [lock] */
 	unsigned send_batch;    /* RINGSOCK_SEND_BATCH [set] */
+	/* Nothing to batch (ep.c rs_ep_wait): blocking epoll waits in a row
+	 * that each returned one event (of more asked for), up to
+	 * RS_ALONE_WAKES; alone once it got there, until a blocking wait
+	 * returns more than one.  Its TCP sockets then read and send through
+	 * the kernel (tcp_recv.c, RS_DIRECT_ALONE) [owner; alone a hint for
+	 * other threads] */
+	unsigned lone_wakes;
+	uint8_t alone;
 	struct rs_kwatch kw;    /* kwatch.c's record (last: cold) [lock] */
 };
 

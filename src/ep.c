@@ -533,6 +533,23 @@ static void ep_order(struct epoll_event *evs, const struct round *rd, int out, u
 	memcpy(evs + w + (out - rd->n), late, (size_t)nl * sizeof(*evs));
 }
 
+/* A blocking wait of this thread's returned out of max events: count the
+ * wakes that had one socket to serve (see struct rs_ring: alone).  A
+ * count of calls, never a clock: a loop with one connection (a ping-pong
+ * peer, one request at a time) gets there on its 64th wait, every run. */
+#define RS_ALONE_WAKES 64
+static void count_wake(struct rs_ring *r, int out, int max)
+{
+	if (out == 1 && max > 1) {
+		if (r->lone_wakes < RS_ALONE_WAKES && ++r->lone_wakes == RS_ALONE_WAKES)
+			RS_STORE(r->alone, 1);
+	} else if (out > 1) {
+		r->lone_wakes = 0;
+		if (r->alone)
+			RS_STORE(r->alone, 0);
+	}
+}
+
 int rs_ep_wait(int epfd, struct epoll_event *evs, int max, int timeout_ms, const sigset_t *ss,
 	       const struct timespec *tmo)
 {
@@ -651,6 +668,8 @@ int rs_ep_wait(int epfd, struct epoll_event *evs, int max, int timeout_ms, const
 				rs_stat_add(RS_C_CALLS_NOSYS, 1);
 			else if (out > rd.n && rd.n > 0)
 				ep_order(evs, &rd, out, fired);
+			if (r && timeout_ms != 0)
+				count_wake(r, out, max);
 			return out;
 		}
 		/* Woken by a completion, an ERR/HUP edge of an engine socket or

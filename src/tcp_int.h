@@ -114,6 +114,8 @@ enum { RS_TZC_UNKNOWN, RS_TZC_ON, RS_TZC_OFF };
 enum rs_direct_why {
 	RS_DIRECT_NONE,
 	RS_DIRECT_PROBATION, /* new and nonblocking: RINGSOCK_ARM_AFTER reads first */
+	RS_DIRECT_ALONE,     /* its thread serves one socket per wake-up (struct
+			      * rs_ring: alone): sends go to the kernel too */
 	RS_DIRECT_WAITING,   /* a blocking reader that waits for every read */
 	RS_DIRECT_BULK,      /* reads of RINGSOCK_DIRECT_THRESHOLD bytes or more */
 	RS_DIRECT_SHARED,    /* open in another process too (fork, spawn): for good */

@@ -94,7 +94,7 @@ void rs_tcp_cancel_recv(struct rs_ring *r, struct rs_tcp *t)
 /* From now on the kernel reports the socket's input and reads go straight
  * to it; sends stay the engine's.  Data a receive already took is read
  * first. */
-static const char *const direct_name[] = { "none", "probation", "waiting reader", "bulk reader",
+static const char *const direct_name[] = { "none", "probation", "alone", "waiting reader", "bulk reader",
 					      "shared with another process", "shut down" };
 
 void rs_tcp_go_direct(struct rs_ring *r, struct rs_tcp *t, int why)
@@ -107,7 +107,7 @@ void rs_tcp_go_direct(struct rs_ring *r, struct rs_tcp *t, int why)
 	}
 	rs_debug("fd %d: reads go through the kernel: %s (was %s)", t->e.fd, direct_name[why],
 		 direct_name[t->rx_direct ? t->direct_why : 0]);
-	if (why == RS_DIRECT_WAITING || why == RS_DIRECT_BULK)
+	if (why == RS_DIRECT_WAITING || why == RS_DIRECT_BULK || why == RS_DIRECT_ALONE)
 		rs_stat_add(RS_C_DIRECT_ON, 1);
 	t->direct_why = (uint8_t)why;
 	t->direct_reads = 0;
@@ -146,6 +146,8 @@ static void end_direct(struct rs_ring *r, struct rs_tcp *t)
  * same calls give the same switches, whatever their timing):
  *   probation: RINGSOCK_ARM_AFTER reads with data (a new socket that
  *     lives long enough for the multishot receive to pay off);
+ *   alone: the first read once its thread's waits return more than one
+ *     event again (ep.c count_wake);
  *   a waiting reader: RS_WAITER_BACK nonblocking reads with data (it
  *     became an event loop's), or RS_WAITER_RETRY blocking reads (it is
  *     given the engine again; RS_WAITS_TO_DIRECT blocking reads in a row
@@ -165,6 +167,11 @@ void rs_tcp_direct_read(struct rs_ring *r, struct rs_tcp *t, size_t want, int no
 	switch (t->direct_why) {
 	case RS_DIRECT_PROBATION:
 		if (n <= 0 || !t->rx_probation || --t->rx_probation != 0)
+			return;
+		need = 0;
+		break;
+	case RS_DIRECT_ALONE:
+		if (!r || RS_LOAD(r->alone))
 			return;
 		need = 0;
 		break;
@@ -282,6 +289,12 @@ ssize_t rs_tcp_recv_call(struct rs_sock *s, int fd, const struct iovec *iov, int
 			}
 		} else {
 			r = rs_tcp_recv(t, cur.v, cur.n, flags);
+			if (r > 0 && !t->rx_direct && rs_ring_tls && t->e.owner == rs_ring_tls &&
+			    RS_LOAD(rs_ring_tls->alone) && t->e.mode == RS_ES_ARMED && !(flags & MSG_PEEK))
+				/* Its thread serves one socket per wake-up: nothing
+				 * for the ring to batch; the kernel's reads and sends
+				 * cost less (ep.c count_wake says when this ends). */
+				rs_tcp_go_direct(rs_ring_tls, t, RS_DIRECT_ALONE);
 		}
 		if (r > 0 && block && !waited)
 			t->rx_waits = 0; /* it did not wait for this one */

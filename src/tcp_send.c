@@ -261,6 +261,8 @@ static int send_to_kernel(struct rs_tcp *t, size_t total)
 	 * the kernel): nothing to batch it with, so the kernel's send. */
 	struct rs_sock *s = t->e.sock;
 	int pp = !s->nonblock && t->rx_direct && RS_LOAD(s->pingpong) && !RS_LOAD(s->tx_run);
+	/* Its thread serves one socket per wake-up: no other send to merge. */
+	int alone = t->rx_direct && t->direct_why == RS_DIRECT_ALONE;
 	/* Open before a fork or spawn: the other process may shut it down or
 	 * draw its reset, which only a send to the kernel sees at once. */
 	int shared = s->born_gen != __atomic_load_n(&rs_fork_gen, __ATOMIC_RELAXED);
@@ -275,7 +277,7 @@ static int send_to_kernel(struct rs_tcp *t, size_t total)
 	 * kernel has seen fails the send. */
 	return !t->tx_cnt && !t->send_inflight &&
 	       ((direct && total >= direct) || RS_LOAD(t->e.kfull) || !t->sent || t->rx_eof ||
-		RS_LOAD(t->e.k_hup) || pp || shared);
+		RS_LOAD(t->e.k_hup) || pp || alone || shared);
 }
 
 /* ---- room in the kernel's send buffer ----------------------------------

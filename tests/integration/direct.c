@@ -17,19 +17,28 @@
  *   fork N       N forks of a child that exits at once (the socket is
  *                open in another process: its reads are the kernel's
  *                for good)
+ *   ewait N      N rounds of an event loop with this one socket: the peer
+ *                sends one message, epoll_wait (up to 8 events, a pipe in
+ *                the set too) returns the socket alone, a nonblocking read
+ *                takes the message -- the 64th such wake-up in a row sends
+ *                the socket's reads and sends to the kernel (alone)
+ *   ebusy N      the same with a byte written to the pipe first: each
+ *                wake-up returns two events -- the socket's next read is
+ *                the engine's again
  *
  * Each step prints "STEP: direct_on=A direct_off=B kernel_reads=C
  * engine_reads=D" (deltas of the direct and calls_nosys counters for
  * that step). */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <sys/epoll.h>
 #include <sys/time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "counters.h"
 
-static int sock, cmd_w, ack_r;
+static int sock, cmd_w, ack_r, ep = -1, pp[2];
 static char big[256 * 1024];
 
 static struct ringsock_stats now(void)
@@ -59,6 +68,32 @@ static void feed(int n)
 	int a;
 	if (write(cmd_w, &n, sizeof(n)) != sizeof(n) || read(ack_r, &a, sizeof(a)) != sizeof(a))
 		die("feed");
+}
+
+/* One round of the event loop: want events from one wait, then the
+ * socket's message (and the pipe's byte). */
+static void loop_round(int want)
+{
+	if (ep < 0) {
+		if ((ep = epoll_create1(0)) < 0 || pipe(pp) < 0)
+			die("epoll_create1");
+		struct epoll_event e = { .events = EPOLLIN, .data.fd = sock };
+		struct epoll_event e2 = { .events = EPOLLIN, .data.fd = pp[0] };
+		if (epoll_ctl(ep, EPOLL_CTL_ADD, sock, &e) < 0 || epoll_ctl(ep, EPOLL_CTL_ADD, pp[0], &e2) < 0)
+			die("epoll_ctl");
+	}
+	if (want == 2 && write(pp[1], "p", 1) != 1)
+		die("pipe");
+	feed(1);
+	struct epoll_event ev[8];
+	int n = epoll_wait(ep, ev, 8, 10000);
+	if (n != want)
+		die("ewait: not the events expected");
+	char buf[64];
+	if (recv(sock, buf, sizeof(buf), MSG_DONTWAIT) != sizeof(buf))
+		die("ewait: read");
+	if (want == 2 && read(pp[0], buf, 1) != 1)
+		die("ewait: pipe");
 }
 
 static void report(const char *step, struct ringsock_stats *b)
@@ -131,6 +166,9 @@ int main(int argc, char **argv)
 				int st;
 				waitpid(p, &st, 0);
 			}
+		} else if (!strcmp(step, "ewait") || !strcmp(step, "ebusy")) {
+			for (int k = 0; k < n; k++)
+				loop_round(step[1] == 'b' ? 2 : 1);
 		} else if (!strcmp(step, "big") || !strcmp(step, "bigheld")) {
 			for (int k = 0; k < n; k++)
 				if (recv(sock, big, sizeof(big), MSG_DONTWAIT) <= 0)

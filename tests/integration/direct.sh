@@ -63,4 +63,25 @@ for i in 1 2 3; do
 	again=$(LD_PRELOAD="$RS_LIB" "$RS_DIRECT" $steps)
 	check "run $i gives the same counts" test "$(same "$again")" = "$(same "$out")"
 done
+
+# An event loop whose thread serves one socket per wake-up (one
+# connection, one request at a time): nothing for the ring to batch, so at
+# the 64th epoll_wait in a row that returns one event the socket's reads
+# and sends go to the kernel; the first wake-up with two events gives the
+# next read back to the engine.  (engine_reads counts the epoll waits the
+# engine answered too: two per round.)
+asteps="ewait:63 ewait:1 ewait:6 ebusy:1 ebusy:3 ewait:64 ewait:2"
+out=$(LD_PRELOAD="$RS_LIB" "$RS_DIRECT" $asteps)
+check "alone: the peer ran" test "$(echo "$out" | tail -1)" = "peer ok"
+expect "alone: 63 lone wake-ups: still the engine's" "$out" ewait:63 \
+	"direct_on=0 direct_off=0 kernel_reads=0 engine_reads=126"
+expect "alone: the 64th: the kernel's after its read" "$out" ewait:1 "direct_on=1 direct_off=0 kernel_reads=0"
+expect "alone: reads then: the kernel's" "$out" ewait:6 "direct_on=0 direct_off=0 kernel_reads=6 engine_reads=0"
+expect "alone: a wake-up with two events: the engine's again" "$out" ebusy:1 "direct_on=0 direct_off=1"
+expect "alone: reads then: the engine's" "$out" ebusy:3 "direct_on=0 direct_off=0 kernel_reads=0"
+expect "alone: 64 lone wake-ups again: the kernel's" "$out" ewait:64 "direct_on=1 direct_off=0 kernel_reads=0"
+for i in 1 2; do
+	again=$(LD_PRELOAD="$RS_LIB" "$RS_DIRECT" $asteps)
+	check "alone: run $i gives the same counts" test "$again" = "$out"
+done
 finish
