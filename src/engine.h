@@ -775,6 +775,11 @@ void rs_esock_register(struct rs_esock *e);
 /* Off that list, the kind's memory (destroy) and the record's reference
  * released, e freed.  Not while the process is dying (no free()). */
 void rs_esock_free(struct rs_esock *e);
+/* The receive's bookkeeping, every kind's (r locked): sqe, prepared, is
+ * the socket's multishot receive; the receive's cancel (once; with no
+ * room in the SQ, the next round tries again). */
+void rs_esock_recv_started(struct rs_ring *r, struct rs_esock *e, struct io_uring_sqe *sqe);
+void rs_esock_cancel_recv(struct rs_ring *r, struct rs_esock *e);
 /* The lifecycle's transitions (r: the owner's ring, locked): */
 /* DETACHING -> DETACHED once the kind says nothing is in flight, and a
  * closed socket with nothing in flight freed: after every completion, a

@@ -238,6 +238,37 @@ static void start_detach(struct rs_esock *e, int reason)
 	rs_stat_add(RS_C_DETACHED, 1);
 }
 
+/* ---- the receive's bookkeeping ---------------------------------------------------- */
+
+void rs_esock_recv_started(struct rs_ring *r, struct rs_esock *e, struct io_uring_sqe *sqe)
+{
+	io_uring_sqe_set_data64(sqe, RS_UD(e, RS_UD_RECV));
+	e->recv_armed = 1;
+	r->nrecv++;
+	r->sq_recvs++;
+	e->recv_cancel = 0;
+	e->ops_inflight++;
+	if (rs_fault(RS_FAULT_CANCEL))
+		rs_esock_cancel_recv(r, e);
+}
+
+void rs_esock_cancel_recv(struct rs_ring *r, struct rs_esock *e)
+{
+	if (!e->recv_armed || e->recv_cancel)
+		return;
+	struct io_uring_sqe *sqe = rs_ring_sqe(r);
+	if (!sqe) {
+		/* no room in the SQ: the next round tries again (and a wait
+		 * for the receive to end makes rounds) */
+		rs_ring_detach_add(r, e);
+		return;
+	}
+	io_uring_prep_cancel64(sqe, RS_UD(e, RS_UD_RECV), 0);
+	io_uring_sqe_set_data64(sqe, RS_UD(e, RS_UD_CANCEL));
+	e->recv_cancel = 1;
+	e->ops_inflight++;
+}
+
 /* ---- the lifecycle's transitions ----------------------------------------------- */
 
 /* e leaves r, closed and with nothing in flight (r locked). */

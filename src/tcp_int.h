@@ -129,7 +129,10 @@ static inline struct rs_tcp *rs_tcp_of(struct rs_esock *e)
 
 /* ---- tcp_recv.c: the receive path ------------------------------------------ */
 void rs_tcp_submit_recv(struct rs_ring *r, struct rs_tcp *t);
-void rs_tcp_cancel_recv(struct rs_ring *r, struct rs_tcp *t);
+static inline void rs_tcp_cancel_recv(struct rs_ring *r, struct rs_tcp *t)
+{
+	rs_esock_cancel_recv(r, &t->e);
+}
 /* From now on the kernel reports the socket's input and reads go to it,
  * for why (enum rs_direct_why). */
 void rs_tcp_go_direct(struct rs_ring *r, struct rs_tcp *t, int why);

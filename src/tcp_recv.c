@@ -60,35 +60,11 @@ void rs_tcp_submit_recv(struct rs_ring *r, struct rs_tcp *t)
 	sqe->buf_group = r->buf.bgid;
 	sqe->file_index = cap; /* (the union's optlen: the byte cap) */
 	t->rx_capped = cap != 0;
-	io_uring_sqe_set_data64(sqe, RS_UD(t, RS_UD_RECV));
 	if (t->rx_starved) {
 		RS_STORE(t->rx_starved, 0);
 		rs_ep_sock_rx_direct(&t->e); /* the engine's input again */
 	}
-	t->e.recv_armed = 1;
-	r->nrecv++;
-	r->sq_recvs++;
-	t->e.recv_cancel = 0;
-	t->e.ops_inflight++;
-	if (rs_fault(RS_FAULT_CANCEL))
-		rs_tcp_cancel_recv(r, t);
-}
-
-void rs_tcp_cancel_recv(struct rs_ring *r, struct rs_tcp *t)
-{
-	if (!t->e.recv_armed || t->e.recv_cancel)
-		return;
-	struct io_uring_sqe *sqe = rs_ring_sqe(r);
-	if (!sqe) {
-		/* no room in the SQ: the next round tries again (and a wait
-		 * for the receive to end makes rounds) */
-		rs_ring_detach_add(r, &t->e);
-		return;
-	}
-	io_uring_prep_cancel64(sqe, RS_UD(t, RS_UD_RECV), 0);
-	io_uring_sqe_set_data64(sqe, RS_UD(t, RS_UD_CANCEL));
-	t->e.recv_cancel = 1;
-	t->e.ops_inflight++;
+	rs_esock_recv_started(r, &t->e, sqe);
 }
 
 /* From now on the kernel reports the socket's input and reads go straight

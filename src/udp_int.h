@@ -128,7 +128,10 @@ void rs_udp_keep_error(struct rs_udp *u, int err); /* for the next call */
 
 /* udp_recv.c: the receive (the owner's ring, r locked) */
 void rs_udp_submit_recv(struct rs_ring *r, struct rs_esock *e); /* (the kind's submit_recv) */
-void rs_udp_cancel_recv(struct rs_ring *r, struct rs_udp *u);
+static inline void rs_udp_cancel_recv(struct rs_ring *r, struct rs_udp *u)
+{
+	rs_esock_cancel_recv(r, &u->e);
+}
 /* A completion of the receive: 1 when the socket's readiness changed. */
 int rs_udp_recv_done(struct rs_ring *r, struct rs_udp *u, struct io_uring_cqe *c);
 int rs_udp_recv_gone(void *arg); /* (a wait's condition: no receive in flight) */

@@ -50,21 +50,6 @@ static uint32_t rx_limit(struct rs_udp *u)
 
 /* ---- the receive ---------------------------------------------------------------- */
 
-void rs_udp_cancel_recv(struct rs_ring *r, struct rs_udp *u)
-{
-	if (!u->e.recv_armed || u->e.recv_cancel)
-		return;
-	struct io_uring_sqe *sqe = rs_ring_sqe(r);
-	if (!sqe) {
-		rs_ring_detach_add(r, &u->e); /* (the next round tries again) */
-		return;
-	}
-	io_uring_prep_cancel64(sqe, RS_UD(u, RS_UD_RECV), 0);
-	io_uring_sqe_set_data64(sqe, RS_UD(u, RS_UD_CANCEL));
-	u->e.recv_cancel = 1;
-	u->e.ops_inflight++;
-}
-
 void rs_udp_submit_recv(struct rs_ring *r, struct rs_esock *e)
 {
 	struct rs_udp *u = udp_of(e);
@@ -81,14 +66,7 @@ void rs_udp_submit_recv(struct rs_ring *r, struct rs_esock *e)
 	io_uring_prep_recvmsg_multishot(sqe, e->fd, &u->rmsg, 0);
 	sqe->flags |= IOSQE_BUFFER_SELECT;
 	sqe->buf_group = r->ubuf.bgid;
-	io_uring_sqe_set_data64(sqe, RS_UD(u, RS_UD_RECV));
-	e->recv_armed = 1;
-	r->nrecv++;
-	r->sq_recvs++;
-	u->e.recv_cancel = 0;
-	u->e.ops_inflight++;
-	if (rs_fault(RS_FAULT_CANCEL))
-		rs_udp_cancel_recv(r, u);
+	rs_esock_recv_started(r, e, sqe);
 }
 
 /* Queue the datagram in buffer buf (len bytes from the kernel); 1 if the

@@ -33,6 +33,22 @@ while True:
 }
 # Sum a counter over every report in a RINGSOCK_STATS file: stat FILE KEY
 stat_sum() { grep -o "[ ]$2=[0-9]*" "$1" 2>/dev/null | awk -F= '{s+=$2} END {printf "%.0f\n", s}'; }
+# rr_load CONNS SECS: rs-rr-server under the launcher on a free port, and
+# rs-rr-client (plain) with CONNS connections for at most SECS seconds, in
+# the background; sets port, srv, cli, server and client.  Skips the test
+# (77) without the bench programs or a writable /dev/shm (stat's segments).
+rr_load() {
+	server=$RS_BUILD/bench/rs-rr-server
+	client=$RS_BUILD/bench/rs-rr-client
+	[ -x "$server" ] && [ -x "$client" ] || { echo "skip: bench programs not built"; exit 77; }
+	[ -w /dev/shm ] || { echo "skip: /dev/shm not writable"; exit 77; }
+	port=$(free_port)
+	"$RS_CLI" -- "$server" "$port" 1024 127.0.0.1 >/dev/null 2>&1 &
+	srv=$!
+	for _ in $(seq 50); do ss -ltn | grep -q ":$port " && break; sleep 0.1; done
+	"$client" 127.0.0.1 "$port" "$1" "$2" >/dev/null 2>&1 &
+	cli=$!
+}
 # stacks PID...: every thread's stack of each process and its children,
 # printed into the test's log when a test finds a program stuck.
 stacks() {

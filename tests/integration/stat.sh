@@ -15,16 +15,7 @@
 #    together, are there (2000 datagrams sent, a 32 KiB SO_RCVBUF).
 . "$(dirname "$0")/lib.sh"
 need ss
-server=$RS_BUILD/bench/rs-rr-server
-client=$RS_BUILD/bench/rs-rr-client
-[ -x "$server" ] && [ -x "$client" ] || { echo "skip: bench programs not built"; exit 77; }
-[ -w /dev/shm ] || { echo "skip: /dev/shm not writable"; exit 77; }
-port=$(free_port)
-"$RS_CLI" -- "$server" "$port" 1024 127.0.0.1 >/dev/null 2>&1 &
-srv=$!
-for i in $(seq 50); do ss -ltn | grep -q ":$port " && break; sleep 0.1; done
-"$client" 127.0.0.1 "$port" 4 120 >/dev/null 2>&1 &
-cli=$!
+rr_load 4 120
 victim=
 quiet=
 udp=
