@@ -524,16 +524,24 @@ int rs_sig_interrupted(unsigned hits, int enter_eintr, int timed);
  * States (mode; one name each):
  *
  *   (none) --arm--> ARMED --another thread, dup, an option the engine
- *                     |       emulates, fork, urgent data...--> DETACHING
+ *                     |       emulates, urgent data, the owner thread's
+ *                     |       exit (rs_esock_ring_gone)...--> DETACHING
  *                     |                                            |
  *                     |     the owner cancels its receive, sends what
- *                     |     is queued; nothing left in flight      |
+ *                     |     is queued; nothing left in flight (the
+ *                     |     kind's detach_done: rs_esock_maybe_finish)
  *                     v                                            v
  *                  (close)                                     DETACHED
  *                                                                  |
  *                               what it held is read or reported   |
  *                                                                  v
  *                                                     passive (the kernel's)
+ *
+ *   In a fork child, ARMED and DETACHING become DETACHED at once
+ *   (rs_esock_fork_child): the parent's ring is not the child's; what the
+ *   socket held was moved to memory both share before the fork.  Every
+ *   transition is made in sock.c; a kind's hooks say only what it alone
+ *   knows.
  *
  *   Within ARMED, who reports the input is the kind's business (TCP: its
  *   multishot receive, or the kernel for a bulk reader, a socket on
