@@ -18,6 +18,13 @@
  *            every set's, after the drain lock: the drain thread is
  *            stopped then)
  *       -> the drain lock (drain.c)
+ *       -> zc_orphans_lock (ring.c: zero-copy holds of exited threads)
+ *   Fork's nesting: every ring's lock, then socks_lock, then the drain
+ *   lock, then rs_ep_ctl_lock and every set's lock (engine.c's handlers).
+ *   Leaf locks, taken with any of the above held and holding nothing
+ *   themselves: route.c's cache_lock (the route per destination),
+ *   stats.c's reg_lock (the threads' counters), foreign.c's scan_lock
+ *   (the io_uring scan; remade in a fork child).
  *   A detached socket's mutex stands where a ring's lock does for the
  *   calls on it (then rs_ep_ctl_lock, an ep lock); it is released before
  *   socks_lock is taken to free the socket.  Which lock guards each field:
