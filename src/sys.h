@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <time.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -78,6 +79,26 @@ static inline long rs_sys_close(int fd)
 static inline int rs_sys_getpid(void)
 {
 	return (int)rs_syscall(SYS_getpid, 0);
+}
+
+/* A stream socket's send or receive of iov (n buffers): sendto and
+ * recvfrom for one buffer, which have no message header for the kernel to
+ * copy in and check (the program's own write/read costs that much), else
+ * sendmsg and recvmsg. */
+static inline long rs_sys_sendv(int fd, const struct iovec *iov, int n, int flags)
+{
+	if (n == 1)
+		return rs_syscall(SYS_sendto, fd, iov->iov_base, iov->iov_len, flags, 0, 0);
+	struct msghdr m = { .msg_iov = (struct iovec *)iov, .msg_iovlen = (size_t)n };
+	return rs_syscall(SYS_sendmsg, fd, &m, flags);
+}
+
+static inline long rs_sys_recvv(int fd, const struct iovec *iov, int n, int flags)
+{
+	if (n == 1)
+		return rs_syscall(SYS_recvfrom, fd, iov->iov_base, iov->iov_len, flags, 0, 0);
+	struct msghdr m = { .msg_iov = (struct iovec *)iov, .msg_iovlen = (size_t)n };
+	return rs_syscall(SYS_recvmsg, fd, &m, flags);
 }
 
 /* A short nap (ns < 1 s) by the kernel directly: the library's own

@@ -475,8 +475,7 @@ static ssize_t or_tx_error(struct rs_tcp *t, ssize_t r)
  * caller's buffer (the socket reads through the kernel from now on). */
 static ssize_t read_large(struct rs_tcp *t, const struct iovec *iov, int iovcnt, int flags)
 {
-	struct msghdr m = { .msg_iov = (struct iovec *)iov, .msg_iovlen = (size_t)iovcnt };
-	long n = rs_syscall(SYS_recvmsg, t->e.fd, &m, flags | MSG_DONTWAIT);
+	long n = rs_sys_recvv(t->e.fd, iov, iovcnt, flags | MSG_DONTWAIT);
 	if (n == 0 && !(flags & MSG_PEEK))
 		t->rx_eof = 1;
 	else if (n < 0 && n != -EAGAIN && n != -EINTR)
@@ -491,8 +490,7 @@ static ssize_t read_large(struct rs_tcp *t, const struct iovec *iov, int iovcnt,
 static ssize_t read_kernel(struct rs_tcp *t, struct rs_ring *r, const struct iovec *iov, int iovcnt, size_t want,
 			   int flags)
 {
-	struct msghdr m = { .msg_iov = (struct iovec *)iov, .msg_iovlen = (size_t)iovcnt };
-	long n = rs_syscall(SYS_recvmsg, t->e.fd, &m, flags | MSG_DONTWAIT);
+	long n = rs_sys_recvv(t->e.fd, iov, iovcnt, flags | MSG_DONTWAIT);
 	if (n == 0 && want && !(flags & MSG_PEEK))
 		t->rx_eof = 1;
 	if (n > 0)
@@ -573,8 +571,7 @@ ssize_t rs_tcp_recv(struct rs_tcp *t, const struct iovec *iov, int iovcnt, int f
 			 * is still read, and a reset after the FIN fails the
 			 * next read.  (No receive of ours is in flight: the
 			 * end ended it.) */
-			struct msghdr m = { .msg_iov = (struct iovec *)iov, .msg_iovlen = (size_t)iovcnt };
-			return or_tx_error(t, rs_syscall(SYS_recvmsg, t->e.fd, &m, flags | MSG_DONTWAIT));
+			return or_tx_error(t, rs_sys_recvv(t->e.fd, iov, iovcnt, flags | MSG_DONTWAIT));
 		}
 		if (t->rx_eof)
 			return or_tx_error(t, 0);

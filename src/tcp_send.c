@@ -249,8 +249,7 @@ static ssize_t send_leaving(struct rs_tcp *t, const struct iovec *iov, int iovcn
 			return -EAGAIN;
 	}
 	others_first(t);
-	struct msghdr m = { .msg_iov = (struct iovec *)iov, .msg_iovlen = (size_t)iovcnt };
-	return rs_syscall(SYS_sendmsg, t->e.fd, &m, flags | MSG_DONTWAIT);
+	return rs_sys_sendv(t->e.fd, iov, iovcnt, flags | MSG_DONTWAIT);
 }
 
 /* Does this send go straight to the kernel (nothing of ours queued)? */
@@ -370,8 +369,7 @@ static ssize_t send_direct(struct rs_tcp *t, const struct iovec *iov, int iovcnt
 {
 	t->sent = 1;
 	others_first(t);
-	struct msghdr m = { .msg_iov = (struct iovec *)iov, .msg_iovlen = (size_t)iovcnt };
-	long k = rs_syscall(SYS_sendmsg, t->e.fd, &m, flags | MSG_DONTWAIT | MSG_NOSIGNAL);
+	long k = rs_sys_sendv(t->e.fd, iov, iovcnt, flags | MSG_DONTWAIT | MSG_NOSIGNAL);
 	if (k == -EPIPE || k == -ECONNRESET) {
 		t->epipe_pending = 1;
 		return send_error((int)-k, flags);
@@ -462,8 +460,7 @@ ssize_t rs_tcp_send(struct rs_tcp *t, const struct iovec *iov, int iovcnt, int f
 		/* The send fails; the kernel says how: EPIPE, or a reset it
 		 * holds (ECONNRESET after SHUT_WR). */
 		others_first(t);
-		struct msghdr m = { .msg_iov = (struct iovec *)iov, .msg_iovlen = (size_t)iovcnt };
-		long k = rs_syscall(SYS_sendmsg, t->e.fd, &m, flags | MSG_DONTWAIT | MSG_NOSIGNAL);
+		long k = rs_sys_sendv(t->e.fd, iov, iovcnt, flags | MSG_DONTWAIT | MSG_NOSIGNAL);
 		return k >= 0 ? k : send_error((int)-k, flags);
 	}
 	size_t total = rs_iov_total(iov, iovcnt);
