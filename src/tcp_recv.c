@@ -68,8 +68,9 @@ void rs_tcp_submit_recv(struct rs_ring *r, struct rs_tcp *t)
 }
 
 /* From now on the kernel reports the socket's input and reads go straight
- * to it; sends stay the engine's.  Data a receive already took is read
- * first. */
+ * to it; sends stay the engine's (but a lone socket's, which go to the
+ * kernel too: tcp_send.c send_to_kernel).  Data a receive already took is
+ * read first. */
 static const char *const direct_name[] = { "none", "probation", "alone", "waiting reader", "bulk reader",
 					      "shared with another process", "shut down" };
 
