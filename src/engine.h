@@ -18,7 +18,7 @@
  *            every set's, after the drain lock: the drain thread is
  *            stopped then)
  *       -> the drain lock (drain.c)
- *       -> zc_orphans_lock (ring.c: zero-copy holds of exited threads)
+ *       -> zc_orphans_lock (frag.c: zero-copy holds of exited threads)
  *   Fork's nesting: every ring's lock, then socks_lock, then the drain
  *   lock, then rs_ep_ctl_lock and every set's lock (engine.c's handlers).
  *   Leaf locks, taken with any of the above held and holding nothing
@@ -190,6 +190,13 @@ struct rs_frag_hold {
  * a signal handler); NULL when out of memory. */
 struct rs_frag_hold *rs_frag_hold_new(struct rs_frag_pool *p, struct rs_chunk *const *chunks, uint32_t n);
 void rs_frag_hold_release(struct rs_frag_pool *p, struct rs_frag_hold *h);
+/* A zero-copy send's hold, submitted on r; each of its two completions
+ * (the send's result, the kernel's notification) as the reap finds it
+ * (ring.c); a ring that goes keeps its holds not yet notified for the
+ * life of the process (the kernel may still read their chunks). */
+void rs_frag_zc_add(struct rs_ring *r, struct rs_frag_hold *h);
+void rs_frag_zc_complete(struct rs_ring *r, struct rs_frag_hold *h, struct io_uring_cqe *c);
+void rs_frag_zc_orphan_all(struct rs_ring *r);
 
 /* ---- bufring.c: receive buffers ---------------------------------------- */
 struct rs_bufring {
@@ -390,26 +397,6 @@ int rs_ring_has_input_work(struct rs_ring *r);
 int rs_ring_stale_look(struct rs_ring *r);
 /* Has the kernel finished something for this ring (no system call)? */
 int rs_ring_has_completions(struct rs_ring *r);
-/* A one-shot poll for input on fd (an epoll set, known by key) through
- * slot's poll of the ring, unless one is armed for key already; an armed
- * poll of another key is cancelled (lock held). */
-void rs_ring_poll_arm(struct rs_ring *r, int slot, int fd, const void *key);
-/* Cancel slot's poll, if armed (lock held). */
-void rs_ring_poll_cancel(struct rs_ring *r, int slot);
-/* Must the kernel be asked about key's fd?  Not while its poll is armed
- * and has not fired (lock held). */
-int rs_ring_poll_needed(struct rs_ring *r, int slot, const void *key);
-/* The poll of key fired (and is not armed again): rs_ready_clock then,
- * else 0; once: the caller fetches what made it fire. */
-uint64_t rs_ring_poll_take_fired(struct rs_ring *r, int slot, const void *key);
-/* Is slot's poll of key armed, in the kernel's hands (submitted) and not
- * fired, with no completion waiting to be reaped (lock held)?  A yes
- * counts as the poll having answered a call. */
-int rs_ring_poll_quiet(struct rs_ring *r, int slot, const void *key);
-/* rs_ring_poll_arm for callers that arm on every look: a poll that keeps
- * firing before it answers anything (something in the set stays ready)
- * is armed again only after 2, 4, ... up to 64 such calls. */
-void rs_ring_poll_arm_lazy(struct rs_ring *r, int slot, int fd, const void *key);
 /* Sleep in the ring until something completes beyond what this call
  * submits itself, the timeout or a signal: 0, -ETIME or -EINTR (owner
  * only; called locked, returns unlocked).  What is queued (sends, rearms,
@@ -444,8 +431,6 @@ void rs_ring_detach_add(struct rs_ring *r, struct rs_esock *e); /* a detach to f
 void rs_ring_draining_add(struct rs_ring *r, struct rs_esock *e); /* e->drain set */
 void rs_ring_draining_del(struct rs_ring *r, struct rs_esock *e); /* the job goes on alone */
 void rs_ring_forget(struct rs_ring *r, struct rs_esock *e); /* off every work list */
-/* A zero-copy send's hold, submitted on r (its completions: ring.c). */
-void rs_ring_zc_add(struct rs_ring *r, struct rs_frag_hold *h);
 /* The send list, emptied: the watchdog writes it out for a blocked owner. */
 struct rs_esock *rs_ring_txq_take(struct rs_ring *r);
 /* Wake r's owner (it may sleep in a wait with the ring's eventfd). */
@@ -470,6 +455,28 @@ enum { RS_UD_RECV = 1, RS_UD_SEND = 2, RS_UD_CANCEL = 3, RS_UD_DRAIN = 4 /* a dr
 #define RS_UD(p, op) ((uint64_t)(uintptr_t)(p) | (op))
 #define RS_UD_PTR(ud) ((void *)(uintptr_t)((ud) & ~7ull))
 #define RS_UD_OP(ud) ((int)((ud) & 7))
+
+/* ---- ringpoll.c: one-shot polls through the ring ---------------------------- */
+/* A one-shot poll for input on fd (an epoll set, known by key) through
+ * slot's poll of the ring, unless one is armed for key already; an armed
+ * poll of another key is cancelled (lock held). */
+void rs_ring_poll_arm(struct rs_ring *r, int slot, int fd, const void *key);
+/* Cancel slot's poll, if armed (lock held). */
+void rs_ring_poll_cancel(struct rs_ring *r, int slot);
+/* Must the kernel be asked about key's fd?  Not while its poll is armed
+ * and has not fired (lock held). */
+int rs_ring_poll_needed(struct rs_ring *r, int slot, const void *key);
+/* The poll of key fired (and is not armed again): rs_ready_clock then,
+ * else 0; once: the caller fetches what made it fire. */
+uint64_t rs_ring_poll_take_fired(struct rs_ring *r, int slot, const void *key);
+/* Is slot's poll of key armed, in the kernel's hands (submitted) and not
+ * fired, with no completion waiting to be reaped (lock held)?  A yes
+ * counts as the poll having answered a call. */
+int rs_ring_poll_quiet(struct rs_ring *r, int slot, const void *key);
+/* rs_ring_poll_arm for callers that arm on every look: a poll that keeps
+ * firing before it answers anything (something in the set stays ready)
+ * is armed again only after 2, 4, ... up to 64 such calls. */
+void rs_ring_poll_arm_lazy(struct rs_ring *r, int slot, int fd, const void *key);
 
 /* ---- drain.c ------------------------------------------------------------ */
 struct rs_drain_job;

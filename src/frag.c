@@ -11,6 +11,10 @@
  * free (memory as small as possible, the behaviour the coalesced default
  * is measured against).
  * The pool belongs to one ring and is used under its lock.
+ *
+ * Zero-copy sends hold their chunks (struct rs_frag_hold) until the kernel
+ * lets go of them: the holds wait on the ring's list for the send's two
+ * completions, which the reap hands here (rs_frag_zc_complete).
  */
 #include <stdlib.h>
 
@@ -175,4 +179,63 @@ void rs_frag_pool_destroy(struct rs_frag_pool *p)
 		free(c);
 	}
 	p->free_bytes = 0;
+}
+
+/* ---- zero-copy sends: their holds and two completions (the ring reaps) ---- */
+
+void rs_frag_zc_add(struct rs_ring *r, struct rs_frag_hold *h)
+{
+	h->prev = NULL;
+	h->next = r->zc_holds;
+	if (h->next)
+		h->next->prev = h;
+	r->zc_holds = h;
+}
+
+/* The send's own completion goes to its socket (as a plain send's would),
+ * and tells whether a notification follows (F_MORE); the notification
+ * says the kernel no longer reads the chunks.  After both, the hold goes. */
+void rs_frag_zc_complete(struct rs_ring *r, struct rs_frag_hold *h, struct io_uring_cqe *c)
+{
+	if (c->flags & IORING_CQE_F_NOTIF) {
+		h->notif = 0;
+		if ((unsigned)c->res & IORING_NOTIF_USAGE_ZC_COPIED)
+			rs_stat_add(RS_C_ZC_COPIED, 1);
+	} else {
+		struct rs_esock *e = h->e;
+		h->e = NULL;
+		if (!(c->flags & IORING_CQE_F_MORE))
+			h->notif = 0; /* (no notification follows) */
+		e->ops->complete(r, e, RS_UD_SEND, c);
+	}
+	if (h->e || h->notif)
+		return;
+	if (h->prev)
+		h->prev->next = h->next;
+	else
+		r->zc_holds = h->next;
+	if (h->next)
+		h->next->prev = h->prev;
+	rs_frag_hold_release(&r->frag, h);
+}
+
+/* Holds of a ring that goes (its thread exits) before the kernel let go
+ * of their chunks: kept, with the chunks, for the life of the process
+ * (the kernel may still read them; reused memory would be sent). */
+static struct rs_frag_hold *zc_orphans;
+/* (taken under a ring's lock, which fork holds) */
+static pthread_mutex_t zc_orphans_lock = PTHREAD_MUTEX_INITIALIZER;
+
+void rs_frag_zc_orphan_all(struct rs_ring *r)
+{
+	if (!r->zc_holds)
+		return;
+	struct rs_frag_hold *last = r->zc_holds;
+	while (last->next)
+		last = last->next;
+	rs_mutex_lock(&zc_orphans_lock);
+	last->next = zc_orphans;
+	zc_orphans = r->zc_holds;
+	rs_mutex_unlock(&zc_orphans_lock);
+	r->zc_holds = NULL;
 }

@@ -221,65 +221,6 @@ struct io_uring_sqe *rs_ring_sqe(struct rs_ring *r)
 	return sqe;
 }
 
-/* ---- zero-copy sends: their two completions ----------------------------- */
-
-void rs_ring_zc_add(struct rs_ring *r, struct rs_frag_hold *h)
-{
-	h->prev = NULL;
-	h->next = r->zc_holds;
-	if (h->next)
-		h->next->prev = h;
-	r->zc_holds = h;
-}
-
-/* The send's own completion goes to its socket (as a plain send's would),
- * and tells whether a notification follows (F_MORE); the notification
- * says the kernel no longer reads the chunks.  After both, the hold goes. */
-static void zc_complete(struct rs_ring *r, struct rs_frag_hold *h, struct io_uring_cqe *c)
-{
-	if (c->flags & IORING_CQE_F_NOTIF) {
-		h->notif = 0;
-		if ((unsigned)c->res & IORING_NOTIF_USAGE_ZC_COPIED)
-			rs_stat_add(RS_C_ZC_COPIED, 1);
-	} else {
-		struct rs_esock *e = h->e;
-		h->e = NULL;
-		if (!(c->flags & IORING_CQE_F_MORE))
-			h->notif = 0; /* (no notification follows) */
-		e->ops->complete(r, e, RS_UD_SEND, c);
-	}
-	if (h->e || h->notif)
-		return;
-	if (h->prev)
-		h->prev->next = h->next;
-	else
-		r->zc_holds = h->next;
-	if (h->next)
-		h->next->prev = h->prev;
-	rs_frag_hold_release(&r->frag, h);
-}
-
-/* Holds of a ring that goes (its thread exits) before the kernel let go
- * of their chunks: kept, with the chunks, for the life of the process
- * (the kernel may still read them; reused memory would be sent). */
-static struct rs_frag_hold *zc_orphans;
-/* (taken under a ring's lock, which fork holds) */
-static pthread_mutex_t zc_orphans_lock = PTHREAD_MUTEX_INITIALIZER;
-
-static void zc_orphan_all(struct rs_ring *r)
-{
-	if (!r->zc_holds)
-		return;
-	struct rs_frag_hold *last = r->zc_holds;
-	while (last->next)
-		last = last->next;
-	rs_mutex_lock(&zc_orphans_lock);
-	last->next = zc_orphans;
-	zc_orphans = r->zc_holds;
-	rs_mutex_unlock(&zc_orphans_lock);
-	r->zc_holds = NULL;
-}
-
 /* Up to max completions the CQ holds now, copied out and consumed.  Never
  * enters the kernel (liburing's peek does when task work is pending): a
  * reap handles what one enter produced, so a multishot receive on a
@@ -325,7 +266,7 @@ int rs_ring_reap(struct rs_ring *r)
 				r->wake_armed = 0;
 				rs_syscall(SYS_read, r->evfd, &v, sizeof(v));
 			} else if (op == RS_UD_ZC) {
-				zc_complete(r, p, c);
+				rs_frag_zc_complete(r, p, c);
 			} else if (p) {
 				struct rs_esock *e = p;
 				e->ops->complete(r, e, op, c);
@@ -505,85 +446,6 @@ int rs_ring_wait(struct rs_ring *r, int (*cond)(void *), void *arg, int timeout_
 		if (e == -EINTR)
 			return -EINTR;
 	}
-}
-
-void rs_ring_poll_cancel(struct rs_ring *r, int slot)
-{
-	struct rs_ring_poll *p = &r->poll[slot];
-	struct io_uring_sqe *sqe;
-	if (p->armed && (sqe = rs_ring_sqe(r)) != NULL) {
-		io_uring_prep_cancel64(sqe, p->ud, 0);
-		io_uring_sqe_set_data64(sqe, 0);
-	}
-	p->armed = 0;
-	p->ud = 0;
-}
-
-void rs_ring_poll_arm(struct rs_ring *r, int slot, int fd, const void *key)
-{
-	struct rs_ring_poll *p = &r->poll[slot];
-	if (p->armed && p->key == key)
-		return;
-	/* another set (or a closed one's number reused): drop the old */
-	rs_ring_poll_cancel(r, slot);
-	struct io_uring_sqe *sqe = rs_ring_sqe(r);
-	if (!sqe)
-		return;
-	io_uring_prep_poll_add(sqe, fd, POLLIN);
-	p->ud = (++r->poll_seq << 3) | RS_UD_POLL;
-	io_uring_sqe_set_data64(sqe, p->ud);
-	p->tail = r->ring.sq.sqe_tail;
-	p->armed = 1;
-	p->key = key;
-	p->fired_clock = 0;
-}
-
-uint64_t rs_ring_poll_take_fired(struct rs_ring *r, int slot, const void *key)
-{
-	struct rs_ring_poll *p = &r->poll[slot];
-	uint64_t f = p->key == key && !p->armed ? p->fired_clock : 0;
-	p->fired_clock = 0;
-	return f;
-}
-
-int rs_ring_poll_needed(struct rs_ring *r, int slot, const void *key)
-{
-	return r->poll[slot].key != key || !r->poll[slot].armed;
-}
-
-int rs_ring_poll_quiet(struct rs_ring *r, int slot, const void *key)
-{
-	struct rs_ring_poll *p = &r->poll[slot];
-	if (!p->armed || p->key != key || r->tr_stale)
-		return 0;
-	/* submitted: the kernel has consumed the SQ past its entry */
-	if ((int)(IO_URING_READ_ONCE(*r->ring.sq.khead) - p->tail) < 0)
-		return 0;
-	if (rs_ring_has_completions(r))
-		return 0;
-	p->used = 1;
-	return 1;
-}
-
-void rs_ring_poll_arm_lazy(struct rs_ring *r, int slot, int fd, const void *key)
-{
-	struct rs_ring_poll *p = &r->poll[slot];
-	if (p->armed && p->key == key)
-		return;
-	if (p->key != key)
-		p->verdict_due = p->wasted = 0, p->backoff = 0;
-	if (p->verdict_due) { /* the last poll fired: had it answered a call? */
-		p->verdict_due = 0;
-		p->wasted = p->used ? 0 : p->wasted < 6 ? p->wasted + 1 : 6;
-		p->backoff = p->wasted ? 1u << p->wasted : 0;
-	}
-	if (p->backoff) {
-		p->backoff--;
-		return;
-	}
-	rs_ring_poll_arm(r, slot, fd, key);
-	p->used = 0;
-	p->verdict_due = p->armed;
 }
 
 long rs_blocking_syscall(long nr, long a, long b, long c, long d, long e, long f)
@@ -874,7 +736,7 @@ int rs_ring_lock_live(struct rs_ring *r)
  * ring; the record stays for the next thread. */
 void rs_ring_teardown(struct rs_ring *r)
 {
-	zc_orphan_all(r);
+	rs_frag_zc_orphan_all(r);
 	rs_frag_pool_destroy(&r->frag);
 	rs_bufring_destroy(r);
 	/* The fd is closed once, here: io_uring_queue_exit would close the

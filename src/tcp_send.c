@@ -580,7 +580,7 @@ void rs_tcp_submit_tx(struct rs_ring *r, struct rs_tcp *t)
 		}
 		h->e = &t->e;
 		t->inflight_zc = 1;
-		rs_ring_zc_add(r, h);
+		rs_frag_zc_add(r, h);
 		io_uring_sqe_set_data64(sqe, RS_UD(h, RS_UD_ZC));
 		rs_stat_add(RS_C_ZC_SENDS, 1);
 	} else if (k == 1) {
