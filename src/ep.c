@@ -396,6 +396,20 @@ static int engine_round(struct rs_ep *ep, int epfd, struct rs_ring *r, struct ep
 	return 0;
 }
 
+/* A kernel report for g's socket t, with what the engine holds for it:
+ * the kernel's mask lacks the bytes the engine read ahead and the error
+ * its receive took (the kernel's sk_err is cleared by the read that
+ * returns it), which the kernel path would still report. */
+static uint32_t with_held(const struct rs_epreg *g, struct rs_esock *t, uint32_t events)
+{
+	if (rs_esock_passive(t))
+		return events;
+	unsigned held = t->ops->held_events(t);
+	if (held & EPOLLIN)
+		events |= (EPOLLIN | EPOLLRDNORM) & g->events;
+	return events | (held & EPOLLERR);
+}
+
 /* A kernel event for a registration in engine mode: an ERR/HUP edge, room
  * in a full send buffer, or a bulk reader's input.  Returns the event to
  * report (0: none); the engine's own answer comes from its ready list. */
@@ -437,6 +451,8 @@ static uint32_t engine_sock_event(struct rs_ep *ep, struct rs_epreg *g, uint32_t
 	 * whole mask, as the kernel's does, with writability as the engine
 	 * has it. */
 	events &= g->events | EPOLLHUP | EPOLLERR;
+	if (events && kt)
+		events = with_held(g, kt, events);
 	if ((g->events & (EPOLLET | EPOLLOUT)) == (EPOLLET | EPOLLOUT) && (events || kev_out) && kt &&
 	    rs_esock_writable(kt))
 		events |= EPOLLOUT;
@@ -455,13 +471,8 @@ static int kernel_sock_event(struct rs_ep *ep, struct rs_epreg *g, uint32_t *ev)
 			   * registration still has ERR/HUP */
 	uint32_t events = *ev;
 	struct rs_esock *t = g->s ? atomic_load(&g->s->eng) : NULL;
-	if (t && !rs_esock_passive(t) && rs_esock_mode(t) == RS_ES_DETACHED) {
-		/* what the engine still holds for it */
-		unsigned held = t->ops->held_events(t);
-		if (held & EPOLLIN)
-			events |= (EPOLLIN | EPOLLRDNORM) & g->events;
-		events |= held & EPOLLERR;
-	}
+	if (t && rs_esock_mode(t) == RS_ES_DETACHED)
+		events = with_held(g, t, events);
 	if (g->events & EPOLLONESHOT)
 		g->disabled = 1; /* as the kernel's registration now is, should
 				  * the engine take the socket */
