@@ -259,6 +259,22 @@ long rs_epr_ctl(struct rs_epreg *g, int op, uint32_t events)
 	return e;
 }
 
+/* The engine (not the program's epoll_ctl) changes what the kernel watches
+ * for g.  EPOLL_CTL_MOD polls the socket anew and queues what is ready: an
+ * edge-triggered registration given events it did not watch, of a socket
+ * ready for them, reports an edge the kernel path would not (nothing
+ * happened to the socket).  Counted (ep_rearms; ringsock(7), epoll): not
+ * suppressed, since a wake-up the kernel's narrower watch dropped (a fork
+ * child's shutdown, say) would make the same edge on the kernel path,
+ * and nothing tells the two apart without a look at the kernel's set
+ * after every report. */
+static void engine_mod(struct rs_epreg *g, uint32_t events)
+{
+	if ((g->events & EPOLLET) && (events & ~g->kev & ~(uint32_t)(EPOLLET | EPOLLONESHOT)))
+		rs_stat_add(RS_C_EP_REARMS, 1);
+	rs_epr_ctl(g, EPOLL_CTL_MOD, events);
+}
+
 /* Make the kernel watch what rs_epr_kernel_events says, unless it watches that
  * already, or that plus EPOLLOUT edges (harmless: an engine socket's
  * EPOLLOUT from the kernel only says its buffer has room).  1: the kernel
@@ -274,7 +290,7 @@ int rs_epr_sync(struct rs_epreg *g)
 		g->kout = 1;
 		return 0;
 	}
-	rs_epr_ctl(g, EPOLL_CTL_MOD, want);
+	engine_mod(g, want);
 	return 1;
 }
 
@@ -373,7 +389,7 @@ void rs_ep_sock_detached(struct rs_esock *e)
 		 * and would report an edge-triggered registration's input a
 		 * second time.) */
 		if (g->kev != ev)
-			rs_epr_ctl(g, EPOLL_CTL_MOD, ev);
+			engine_mod(g, ev);
 	}
 	rs_mutex_unlock(&rs_ep_ctl_lock);
 	/* Leaving the engine is no event of the socket's: each set looks at it

@@ -74,6 +74,7 @@ enum {
 	RS_C_ZC_SENDS,         /* layout version 10 */
 	RS_C_ZC_COPIED,
 	RS_C_ZC_REFUSED,
+	RS_C_EP_REARMS,        /* layout version 11 */
 	RS_C_COUNT
 };
 struct rs_tstats;
