@@ -445,6 +445,21 @@ static void sync_fail(const char *what, int id, long have, long want)
 	exit(3);
 }
 
+/* A reset seen by poll: the kernel sets the error, then closes the socket
+ * (tcp_reset, then tcp_done), and a poll between the two sees ERR without
+ * HUP.  Wait for the closed state, so the line printed does not depend on
+ * when the poll ran. */
+static short settled(int fd, short revents)
+{
+	long t0 = now_ms();
+	while ((revents & POLLERR) && !(revents & POLLHUP) && now_ms() - t0 <= SYNC_MS) {
+		struct pollfd p = { fd, POLLIN | POLLRDHUP, 0 };
+		if (poll(&p, 1, 1) > 0)
+			revents = p.revents;
+	}
+	return revents;
+}
+
 /* Wait until everything sent towards id has reached its kernel (and the
  * FIN, when the writer is done), or a reset/hang-up is reported.  (Not
  * FIONREAD: it stops at an urgent mark.) */
@@ -462,7 +477,7 @@ static void sync_in(int id)
 		int n = poll(&p, 1, 0);
 		if (n > 0 && (p.revents & (POLLERR | POLLHUP))) {
 			r->hup = 1;
-			P("(sync: %s polls %s)", en(id), pollev(p.revents));
+			P("(sync: %s polls %s)", en(id), pollev(settled(r->fd, p.revents)));
 			break;
 		}
 		have = kreceived(r->fd);
@@ -488,7 +503,7 @@ static void sync_hup(int id)
 		int n = poll(&p, 1, 10);
 		if (n > 0 && (p.revents & (POLLERR | POLLHUP))) {
 			w->hup = 1;
-			P("(sync: %s polls %s)", en(id), pollev(p.revents));
+			P("(sync: %s polls %s)", en(id), pollev(settled(w->fd, p.revents)));
 			return;
 		}
 		if (now_ms() - t0 > SYNC_MS)
