@@ -15,22 +15,33 @@ finish() {
 	echo "$PASSES passed, $FAILS failed"
 	[ "$FAILS" = 0 ]
 }
-# A port on loopback free for TCP and for UDP (a DNS server binds both).
-# (Another process may still take it before the caller binds it: a
-# server that fails to start is started again elsewhere, see udp.sh.)
+# A port on loopback free for TCP and for UDP (a DNS server binds both),
+# below the kernel's ephemeral range: a port the kernel handed out for a
+# bind to 0 is free again once closed, and the next connect of any test
+# running beside this one (curl, wrk, a client under test) may take it as
+# its local port before our server binds it.  A random one, so that tests
+# side by side rarely pick the same; another process may still take it
+# first (a server that fails to start is started again elsewhere, see
+# udp.sh).
 free_port() {
 	"$PY" -c '
-import socket
+import random, socket
+try:
+    lo, hi = map(int, open("/proc/sys/net/ipv4/ip_local_port_range").read().split()[:2])
+except (OSError, ValueError):
+    lo, hi = 32768, 60999
+pick = (lambda: random.randint(10000, lo - 1)) if lo > 11024 else \
+       (lambda: random.randint(hi + 1, 65535)) if hi < 64511 else (lambda: 0)
 while True:
-    t = socket.socket(); t.bind(("127.0.0.1", 0)); p = t.getsockname()[1]
-    u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     try:
-        u.bind(("127.0.0.1", p))
+        t = socket.socket(); t.bind(("127.0.0.1", pick())); p = t.getsockname()[1]
+        u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); u.bind(("127.0.0.1", p))
     except OSError:
         continue
     print(p)
-    break' 2>/dev/null || echo $((20000 + RANDOM % 20000))
+    break' 2>/dev/null || echo $((10000 + RANDOM % 20000))
 }
+
 # Sum a counter over every report in a RINGSOCK_STATS file: stat FILE KEY
 stat_sum() { grep -o "[ ]$2=[0-9]*" "$1" 2>/dev/null | awk -F= '{s+=$2} END {printf "%.0f\n", s}'; }
 # rr_load CONNS SECS: rs-rr-server under the launcher on a free port, and
