@@ -138,6 +138,7 @@ PY
 rearm_explained() {
 	local seed=$1 m
 	shift
+	cmp -s "$TMP/cur.plain.out" "$TMP/cur.plain2.out" || return 1 # (the fuzzer's own)
 	for m in $MODES; do
 		cmp -s "$TMP/cur.plain.out" "$TMP/cur.$m.out" && continue
 		extra_edges "$TMP/cur.plain.out" "$TMP/cur.$m.out" || return 1
