@@ -561,6 +561,82 @@ static void count_wake(struct rs_ring *r, int out, int max)
 	}
 }
 
+/* How long this round may wait (ms, -1: no bound): not at all with events
+ * in hand, what is left of the caller's timeout, 10 ms while a socket is
+ * in hand-over or the ring may hide work. */
+static int round_timeout(struct rs_ring *r, int ring_mode, int timeout_ms, int64_t deadline, struct round *rd)
+{
+	int t_ms = rd->n ? 0 : timeout_ms;
+	if (t_ms > 0 && deadline >= 0) {
+		int64_t left = deadline - rs_now_ns();
+		t_ms = left <= 0 ? 0 : (int)((left + 999999) / 1000000);
+	}
+	if (r && RS_LOAD(r->tr_stale) && !ring_mode)
+		rd->transient = 1; /* work the ring may hide: look again soon */
+	if (rd->transient && (t_ms < 0 || t_ms > 10)) {
+		t_ms = 10; /* a socket in hand-over: look again soon */
+		rd->wake = 1;
+	}
+	return t_ms;
+}
+
+/* Nothing anywhere: sleep in the ring, the set polled by it, submitting
+ * what is queued in the same system call.  Not holding the lock: another
+ * thread may take it and reap meanwhile; it wakes us through the set (it
+ * writes our eventfd, which is in it).  A handler that ran during a call
+ * that submitted is reported by sig.c, not the kernel.  Returns 0 (look
+ * again), -ETIME (slept t_ms) or -EINTR (a handler ran). */
+static int sleep_in_ring(struct rs_ep *ep, struct rs_ring *r, int t_ms, const sigset_t *ss)
+{
+	rs_ring_lock(r);
+	if (rs_ring_has_completions(r) || rs_ring_poll_needed(r, RS_POLL_EP, ep)) {
+		rs_ring_unlock(r);
+		return 0;
+	}
+	rs_sig_clear();
+	int e = rs_ring_sleep(r, t_ms, ss);
+	if (e == -EINTR || rs_sig_take())
+		return -EINTR;
+	return e == -ETIME ? -ETIME : 0;
+}
+
+/* The round's events: the engine's rd->n at the head of evs, the kernel's
+ * k after them, translated, with what the kernel's events pushed on the
+ * ready list, in the order things became ready.  Returns their count. */
+static int round_events(struct rs_ep *ep, struct rs_ring *r, struct epoll_event *evs, int max, long k,
+			struct round *rd)
+{
+	int out = translate(ep, evs, k, rd);
+	/* when the kernel's set became readable, if the ring saw it */
+	uint64_t fired = 0;
+	if (r && rd->fetch) {
+		rs_ring_lock(r);
+		fired = rs_ring_poll_take_fired(r, RS_POLL_EP, ep);
+		rs_ring_unlock(r);
+	}
+	if (out > 0 && rd->wake && out < max) {
+		/* What the kernel's events pushed on the ready list (an engine
+		 * socket's ERR/HUP edge) belongs to this wait: the kernel
+		 * reports it with the rest, in the registration's one event.
+		 * (Sockets of other threads found now are looked at by the
+		 * next wait.) */
+		struct rs_sock *f2[8];
+		int fd2[8], nf2 = 0, tr2 = 0;
+		if (r)
+			rs_ring_lock(r);
+		out = collect(ep, r, evs, out, max, f2, &nf2, fd2, &tr2, NULL);
+		if (r)
+			rs_ring_unlock(r);
+	}
+	if (out > 0 || !rd->wake) {
+		if (!rd->fetch) /* answered without asking the kernel */
+			rs_stat_add(RS_C_CALLS_NOSYS, 1);
+		else if (out > rd->n && rd->n > 0)
+			ep_order(evs, rd, out, fired);
+	}
+	return out;
+}
+
 int rs_ep_wait(int epfd, struct epoll_event *evs, int max, int timeout_ms, const sigset_t *ss,
 	       const struct timespec *tmo)
 {
@@ -602,17 +678,7 @@ int rs_ep_wait(int epfd, struct epoll_event *evs, int max, int timeout_ms, const
 			continue;
 		}
 		int n = rd.n;
-		int t_ms = n ? 0 : timeout_ms;
-		if (t_ms > 0 && deadline >= 0) {
-			int64_t left = deadline - rs_now_ns();
-			t_ms = left <= 0 ? 0 : (int)((left + 999999) / 1000000);
-		}
-		if (r && RS_LOAD(r->tr_stale) && !ring_mode)
-			rd.transient = 1; /* work the ring may hide: look again soon */
-		if (rd.transient && (t_ms < 0 || t_ms > 10)) {
-			t_ms = 10; /* a socket in hand-over: look again soon */
-			rd.wake = 1;
-		}
+		int t_ms = round_timeout(r, ring_mode, timeout_ms, deadline, &rd);
 		long k = 0;
 		int sleeps = !ring_mode && t_ms != 0;
 		if (sleeps)
@@ -631,20 +697,8 @@ int rs_ep_wait(int epfd, struct epoll_event *evs, int max, int timeout_ms, const
 		if (r && !ring_mode)
 			rs_ring_evfd_quiet(r, 1);
 		if (ring_mode && !k && !n && block) {
-			/* Nothing anywhere: sleep in the ring, the set polled by it,
-			 * submitting what is queued in the same system call.  Not
-			 * holding the lock: another thread may take it and reap
-			 * meanwhile; it wakes us through the set (it writes our
-			 * eventfd, which is in it).  A handler that ran during a
-			 * call that submitted is reported by sig.c, not the kernel. */
-			rs_ring_lock(r);
-			if (rs_ring_has_completions(r) || rs_ring_poll_needed(r, RS_POLL_EP, ep)) {
-				rs_ring_unlock(r);
-				continue;
-			}
-			rs_sig_clear();
-			int e = rs_ring_sleep(r, t_ms, ss);
-			if (e == -EINTR || rs_sig_take())
+			int e = sleep_in_ring(ep, r, t_ms, ss);
+			if (e == -EINTR)
 				return -EINTR;
 			if (e == -ETIME && (!rd.wake || (deadline >= 0 && rs_now_ns() >= deadline)))
 				return 0;
@@ -652,33 +706,8 @@ int rs_ep_wait(int epfd, struct epoll_event *evs, int max, int timeout_ms, const
 		}
 		if (k < 0)
 			return n ? n : (int)k;
-		int out = translate(ep, evs, k, &rd);
-		/* when the kernel's set became readable, if the ring saw it */
-		uint64_t fired = 0;
-		if (r && rd.fetch) {
-			rs_ring_lock(r);
-			fired = rs_ring_poll_take_fired(r, RS_POLL_EP, ep);
-			rs_ring_unlock(r);
-		}
-		if (out > 0 && rd.wake && out < max) {
-			/* What the kernel's events pushed on the ready list (an
-			 * engine socket's ERR/HUP edge) belongs to this wait: the
-			 * kernel reports it with the rest, in the registration's
-			 * one event.  (Sockets of other threads found now are
-			 * looked at by the next wait.) */
-			struct rs_sock *f2[8];
-			int fd2[8], nf2 = 0, tr2 = 0;
-			if (r)
-				rs_ring_lock(r);
-			out = collect(ep, r, evs, out, max, f2, &nf2, fd2, &tr2, NULL);
-			if (r)
-				rs_ring_unlock(r);
-		}
+		int out = round_events(ep, r, evs, max, k, &rd);
 		if (out > 0 || !rd.wake) {
-			if (!rd.fetch) /* answered without asking the kernel */
-				rs_stat_add(RS_C_CALLS_NOSYS, 1);
-			else if (out > rd.n && rd.n > 0)
-				ep_order(evs, &rd, out, fired);
 			if (r && timeout_ms != 0)
 				count_wake(r, out, max);
 			return out;
