@@ -17,6 +17,8 @@ static void passing_fds(const struct msghdr *msg)
 		size_t n = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
 		for (size_t i = 0; i < n; i++) {
 			struct rs_sock *s = rs_fd_peek(fds[i]);
+			if (s)
+				s->passed = 1;
 			if (rs_engine_sock(s)) {
 				rs_sock_before_kernel(s, fds[i], RINGSOCK_PT_DUP);
 				rs_sock_passthrough(s, RINGSOCK_PT_DUP);

@@ -122,6 +122,7 @@ struct rs_sock {
 	uint8_t no_engine;      /* never arm it (pt_reason says why) */
 	uint8_t urgent;         /* the program asked about urgent data */
 	uint8_t shut_rd, shut_wr; /* shut down before the engine armed it */
+	uint8_t passed;         /* sent in SCM_RIGHTS: another process may hold it */
 	int err_kept;           /* an error a call that returned bytes met, for
 				 * the next call (sock.c rs_keep_error) */
 	uint8_t pt_counted;     /* counted as accelerated or passed through */

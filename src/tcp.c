@@ -334,6 +334,42 @@ static int gone_cond(void *arg)
 	return !t->e.recv_armed && !t->send_inflight && !t->tx_cnt;
 }
 
+/* The socket's last descriptor is closed by a thread other than its
+ * owner, whose ring holds the file (its receive, a send in flight) until
+ * that thread next runs engine code: maybe much later (idle in a
+ * condition variable, as a thread pool's worker is), and the peer would
+ * see nothing meanwhile.  The kernel's close would end the connection
+ * now, so it ends now as tcp_close would end it: a reset when input was
+ * never read (here or in the kernel's queue) or SO_LINGER is zero, else
+ * the end of stream after what was sent (after the drain job's bytes).
+ * The file itself goes when the owner runs.  Not when another process
+ * may hold the socket (inherited, or this process forked or passed it in
+ * SCM_RIGHTS since): its close ends nothing.  Not with a send in flight
+ * on the owner's ring, which the end of stream must follow. */
+static void end_now(struct rs_tcp *t, int fd, int unread)
+{
+	struct rs_sock *s = t->e.sock;
+	if (s->born_pid != rs_rt.pid || s->passed ||
+	    s->born_gen != __atomic_load_n(&rs_fork_gen, __ATOMIC_RELAXED))
+		return;
+	int inq = 0;
+	struct linger lg = { 0, 0 };
+	socklen_t ll = sizeof(lg);
+	if (!unread && rs_syscall(SYS_ioctl, fd, SIOCINQ, &inq) == 0 && inq > 0)
+		unread = 1;
+	if (!unread && rs_syscall(SYS_getsockopt, fd, SOL_SOCKET, SO_LINGER, &lg, &ll) == 0 && lg.l_onoff &&
+	    !lg.l_linger)
+		unread = 1;
+	if (unread) {
+		struct sockaddr sa = { .sa_family = AF_UNSPEC };
+		rs_syscall(SYS_connect, fd, &sa, sizeof(sa)); /* tcp_disconnect: the reset */
+	} else if (t->e.drain) {
+		rs_drain_shut_after(t->e.drain, SHUT_WR);
+	} else if (!t->send_inflight) {
+		rs_syscall(SYS_shutdown, fd, SHUT_RDWR);
+	}
+}
+
 static int close_sock(struct rs_sock *s, int fd)
 {
 	struct rs_esock *e = rs_esock_enter(s, fd, 0);
@@ -359,17 +395,20 @@ static int close_sock(struct rs_sock *s, int fd)
 		t->rx_stop = 1;
 		rs_tcp_cancel_recv(r, t);
 		rs_ring_wait(r, gone_cond, t, -1);
-	} else if (r) {
-		/* Another thread's ring: it cancels the receive next time it
-		 * runs; the socket is released then. */
-		rs_esock_detach_on(r, e);
 	}
-	if ((rs_rxq_held(t) || t->rx_cnt) && t->e.sock->born_pid == rs_rt.pid) {
+	int unread = rs_rxq_held(t) || t->rx_cnt;
+	if (unread && t->e.sock->born_pid == rs_rt.pid) {
 		/* Unread data: the kernel answers close with a reset.  (Not in
 		 * a fork child closing what it inherited: the parent still holds
 		 * the socket, and its own close decides.) */
 		struct linger lg = { 1, 0 };
 		rs_syscall(SYS_setsockopt, t->e.fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+	}
+	if (r && r != rs_ring_tls) {
+		/* Another thread's ring: it cancels the receive next time it
+		 * runs; the socket is released then, the connection now. */
+		end_now(t, t->e.fd >= 0 ? t->e.fd : fd, unread);
+		rs_esock_detach_on(r, e);
 	}
 	rs_rxq_drop_all(t); /* (detached: heap copies, and ring buffers kept after a failed copy) */
 	t->e.closing = 1;
