@@ -743,6 +743,7 @@ static inline int rs_sock_served_here(struct rs_sock *s)
 
 /* The kind's readiness, with ERR for an error kept for the next call. */
 unsigned rs_esock_readiness(struct rs_esock *e);
+unsigned rs_esock_held_events(struct rs_esock *e); /* hint, no lock */
 static inline int rs_esock_passive(struct rs_esock *e)
 {
 	return __atomic_load_n(&e->passive, __ATOMIC_ACQUIRE);

@@ -242,7 +242,7 @@ static int collect(struct rs_ep *ep, struct rs_ring *r, struct epoll_event *evs,
 		unsigned held;
 		if (g->engine && o == r && mode == RS_ES_ARMED) {
 			ready = rs_esock_readiness(t);
-		} else if (!rs_esock_passive(t) && (held = t->ops->held_events(t)) != 0) {
+		} else if ((held = rs_esock_held_events(t)) != 0) {
 			/* held after detaching: bytes, or an error taken from the
 			 * kernel */
 			ready = (held & EPOLLIN ? EPOLLIN | EPOLLRDNORM : 0) | (held & EPOLLERR);
@@ -402,9 +402,7 @@ static int engine_round(struct rs_ep *ep, int epfd, struct rs_ring *r, struct ep
  * returns it), which the kernel path would still report. */
 static uint32_t with_held(const struct rs_epreg *g, struct rs_esock *t, uint32_t events)
 {
-	if (rs_esock_passive(t))
-		return events;
-	unsigned held = t->ops->held_events(t);
+	unsigned held = rs_esock_held_events(t);
 	if (held & EPOLLIN)
 		events |= (EPOLLIN | EPOLLRDNORM) & g->events;
 	return events | (held & EPOLLERR);

@@ -493,6 +493,19 @@ unsigned rs_esock_readiness(struct rs_esock *e)
 	return ev;
 }
 
+/* What the engine holds for a socket the kernel may serve now (a hint,
+ * read without the lock): the kind's (input, an error its receive took;
+ * nothing once passive), and ERR for an error a call kept for the next
+ * one (rs_keep_error, passive or not), as the kernel's poll shows it
+ * until a call takes it. */
+unsigned rs_esock_held_events(struct rs_esock *e)
+{
+	unsigned ev = rs_esock_passive(e) ? 0 : e->ops->held_events(e);
+	if (__atomic_load_n(&e->sock->err_kept, __ATOMIC_RELAXED))
+		ev |= EPOLLERR;
+	return ev;
+}
+
 /* Whether e can take a send now, as its readiness says (locks e). */
 int rs_esock_writable(struct rs_esock *e)
 {

@@ -66,8 +66,8 @@ static int engine_answers(struct pollfd *fds, unsigned long n, struct rs_ring *r
 		k[i].revents = 0;
 		kind[i] = K_KERNEL;
 		struct rs_esock *t = esock_of(fds[i].fd);
-		if (!t || rs_esock_passive(t))
-			continue;
+		if (!t || (rs_esock_passive(t) && !rs_esock_held_events(t)))
+			continue; /* the kernel's alone (an error a call kept is ours) */
 		if (r && rs_esock_armed_on(t, r)) {
 			kind[i] = K_ENGINE;
 			/* The kernel ignores it, or, for a bulk reader, reports its
@@ -88,7 +88,7 @@ static int engine_answers(struct pollfd *fds, unsigned long n, struct rs_ring *r
 			 * again every few milliseconds. */
 			kind[i] = K_LEFTOVER;
 			*transient |= rs_esock_mode(t) == RS_ES_DETACHING;
-			unsigned held = t->ops->held_events(t);
+			unsigned held = rs_esock_held_events(t);
 			if ((held & EPOLLIN) && (fds[i].events & (POLLIN | POLLRDNORM))) {
 				k[i].revents = (short)(fds[i].events & (POLLIN | POLLRDNORM));
 				ready++;
