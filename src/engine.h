@@ -5,66 +5,14 @@
  * logging, process state; tcp_int.h and ep_int.h are private to their
  * files.)
  *
- * Where things live: src/README.md (one line per file).
- *
- * Lock order (take them only in this order; debug builds assert that a
- * ring's lock is held where it must be):
- *   the rings' list lock (ring.c, rs_rings_lock)
- *     -> a ring's lock (rs_ring_lock; fork takes every ring's, in list order)
- *       -> socks_lock (sock.c: every engine socket, for fork)
- *         -> a detached socket's own mutex (rs_esock.mu)
- *       -> rs_ep_ctl_lock (epreg.c: registrations)
- *         -> an epoll set's lock (rs_ep.lock: its ready list; fork takes
- *            every set's, after the drain lock: the drain thread is
- *            stopped then)
- *       -> the drain lock (drain.c)
- *       -> zc_orphans_lock (frag.c: zero-copy holds of exited threads)
- *   Fork's nesting: every ring's lock, then socks_lock, then the drain
- *   lock, then rs_ep_ctl_lock and every set's lock (engine.c's handlers).
- *   Leaf locks, taken with any of the above held and holding nothing
- *   themselves: route.c's cache_lock (the route per destination),
- *   stats.c's reg_lock (the threads' counters), foreign.c's scan_lock
- *   (the io_uring scan; remade in a fork child).
- *   A detached socket's mutex stands where a ring's lock does for the
- *   calls on it (then rs_ep_ctl_lock, an ep lock); it is released before
- *   socks_lock is taken to free the socket.  Which lock guards each field:
- *   struct rs_ring and struct rs_esock below, struct rs_tcp in tcp_int.h,
- *   the epoll records in ep_int.h.
- *
- * Ownership (see ringsock(7), IMPLEMENTATION):
- *   - A socket is armed on the ring of the thread that first needs it
- *     (epoll_ctl, a receive, a send); that thread owns it.
- *   - All of an owned socket's engine state is guarded by its owner ring's
- *     lock.  The owner holds the lock only while running engine code and
- *     never while blocked for the application, so another thread always
- *     gets it in bounded time.
- *   - The ring uses DEFER_TASKRUN: nothing completes while its owner is
- *     outside io_uring_enter.  So a thread holding the lock sees a frozen
- *     ring: every completion is already in the CQ or not yet started.
- *   - A socket used by a thread other than its owner is detached: the
- *     other thread (holding the owner's lock) reaps the owner's CQ, writes
- *     out unsubmitted sends itself, and from then on the socket is served
- *     from its leftover receive queue and then the kernel.  The owner
- *     cancels the multishot receive the next time it runs engine code.
+ * Where things live: src/README.md (one line per file).  The types, every
+ * field's meaning, unit and lock, the lock order and a socket's states:
+ * types.h.
  */
 #ifndef RS_ENGINE_H
 #define RS_ENGINE_H
 
-#include <liburing.h>
-#include <pthread.h>
-#include <signal.h>
-#include <sys/epoll.h>
-#include <sys/uio.h>
-
-#include "internal.h"
-
-/* Newer than Debian 12's headers. */
-#ifndef IORING_SETUP_DEFER_TASKRUN
-#define IORING_SETUP_DEFER_TASKRUN (1U << 13)
-#endif
-#ifndef IORING_SETUP_SINGLE_ISSUER
-#define IORING_SETUP_SINGLE_ISSUER (1U << 12)
-#endif
+#include "types.h"
 
 /* Fields another thread may read without the socket's lock, as a hint it
  * re-checks (mode, rx_bytes, leftover): written and read with these. */
@@ -122,10 +70,6 @@ static inline void rs_mutex_unlock(pthread_mutex_t *m)
 		rs_sig_fatal_deferred();
 }
 
-struct rs_ring;
-struct rs_esock;
-struct rs_ep;
-
 /* Fault injection for the tests: a test library preloaded in front of
  * this one may define ringsock_test_fault(); at each site below the engine
  * asks it whether to fail the way the kernel can (tests/integration/
@@ -149,21 +93,6 @@ static inline int rs_fault(int site)
 }
 
 /* ---- frag.c: send memory ------------------------------------------------ */
-struct rs_chunk {
-	struct rs_chunk *next;  /* free list */
-	uint32_t size, used;
-	uint32_t refs;          /* slices alive + 1 while it is the current chunk
-				 * or a socket's cached chunk */
-	uint32_t cached;        /* a socket's RINGSOCK_TX_CACHE chunk */
-	char data[];
-};
-struct rs_frag_pool {
-	struct rs_chunk *cur;
-	struct rs_chunk *free;
-	size_t free_bytes;
-	size_t live_chunks;
-	uint32_t chunk_size;
-};
 /* Carve len bytes (len <= chunk size) from the pool; *chunk gets the
  * chunk to release.  NULL when out of memory. */
 char *rs_frag_alloc(struct rs_frag_pool *p, uint32_t len, struct rs_chunk **chunk);
@@ -174,18 +103,6 @@ char *rs_frag_alloc_cached(struct rs_frag_pool *p, struct rs_chunk **cache, uint
 void rs_frag_cache_drop(struct rs_frag_pool *p, struct rs_chunk *cache);
 void rs_frag_release(struct rs_frag_pool *p, struct rs_chunk *c);
 void rs_frag_pool_destroy(struct rs_frag_pool *p);
-/* The chunks a zero-copy send reads, held (one reference each) until the
- * kernel's notification that it no longer reads them: until then no slice
- * of them is carved again.  user_data RS_UD(hold, RS_UD_ZC); ring.c reaps
- * both completions (the send's own goes to e's kind as RS_UD_SEND). */
-struct rs_frag_hold {
-	struct rs_frag_hold *next, *prev; /* the ring's holds [lock] */
-	struct rs_esock *e;    /* the sender, until the send's own completion */
-	struct rs_chunk *own;  /* the chunk the hold itself is carved from */
-	uint8_t notif;         /* the kernel's notification is still to come */
-	uint32_t n;
-	struct rs_chunk *chunk[];
-};
 /* A hold carved from the pool itself (no malloc: the send path may run in
  * a signal handler); NULL when out of memory. */
 struct rs_frag_hold *rs_frag_hold_new(struct rs_frag_pool *p, struct rs_chunk *const *chunks, uint32_t n);
@@ -199,26 +116,6 @@ void rs_frag_zc_complete(struct rs_ring *r, struct rs_frag_hold *h, struct io_ur
 void rs_frag_zc_orphan_all(struct rs_ring *r);
 
 /* ---- bufring.c: receive buffers ---------------------------------------- */
-struct rs_bufring {
-	struct io_uring_buf_ring *br;
-	char *mem;
-	unsigned count;         /* buffers in circulation (grows to max) */
-	unsigned max, mask;     /* the ring's entries (mask = max - 1) */
-	uint32_t size;
-	unsigned short bgid;
-	unsigned pending;       /* added to the ring, tail not advanced yet */
-	unsigned held;          /* buffers handed out and not returned */
-	struct rs_bufovf *ovf;  /* one overflow slot per buffer (tcpq.c rs_rxq_push) */
-	size_t map_len;
-};
-/* A received buffer queued through the overflow chain instead of the
- * socket's queue array (which could not grow): a buffer is in at most one
- * place, so a slot per buffer always suffices and queuing never fails. */
-struct rs_bufovf {
-	uint32_t len, off;
-	uint32_t next;          /* next buffer id + 1; 0: the end */
-};
-enum { RS_BGID_TCP, RS_BGID_UDP }; /* buffer group ids */
 int rs_bufring_setup(struct rs_ring *r);   /* the stream group */
 void rs_bufring_destroy(struct rs_ring *r); /* every group */
 /* The datagram group, made on first use (lock held): 0 or -errno. */
@@ -240,113 +137,10 @@ int rs_buf_grow(struct rs_ring *r);
 void rs_buf_flush(struct rs_ring *r); /* advance the tail for the batch */
 
 /* ---- ring.c ------------------------------------------------------------- */
-enum { RS_POLL_EP, RS_POLL_KW, RS_POLL_SLOTS };
 /* Bumped by every push on an epoll set's ready list (epreg.c): what a
  * ready socket was before or after, such as an epoll set's poll firing
  * (rs_ring_poll.fired_clock).  [atomic; proc.c] */
 extern uint64_t rs_ready_clock;
-struct rs_ring_poll {
-	const void *key;        /* what is polled */
-	uint64_t ud;            /* its user_data while armed */
-	unsigned tail;          /* the SQ tail after its SQE: submitted once
-				 * the kernel's head has passed it */
-	uint8_t armed;
-	uint64_t fired_clock;   /* rs_ready_clock when it fired; 0: armed, or
-				 * not known */
-	/* rs_ring_poll_arm_lazy's bookkeeping: */
-	uint8_t used;           /* the poll armed last has answered a call */
-	uint8_t verdict_due;    /* armed since wasted was updated */
-	uint8_t wasted;         /* polls in a row that fired before answering */
-	unsigned backoff;       /* lazy arms to skip before arming again */
-};
-
-/* The kernel fds of this thread's poll/select sets, registered in a
- * private epoll set that the ring polls (kwatch.c) [lock]. */
-#define RS_KW_MAX 32
-struct rs_kwatch {
-	int epfd;               /* the private set, when have */
-	uint8_t have;
-	uint8_t no_set;         /* the set could not be made (or protected): never again */
-	unsigned gen;           /* rs_kw_gen when the registrations were made */
-	unsigned skips;         /* calls answered without the kernel since its
-				 * last look */
-	unsigned n;
-	struct {
-		int fd;
-		uint32_t events; /* RS_KW_NEVER: epoll refuses the fd */
-	} reg[RS_KW_MAX];
-};
-
-/* A thread's engine.  Guards: [lock] the ring's lock (rs_ring_lock);
- * [list] the rings' list lock; [set] set when the owner thread takes the
- * record and read-only after; [owner] only the owner thread, which holds
- * the lock while it touches them. */
-struct rs_ring {
-	/* kept when a dead thread's ring record is reused: */
-	pthread_mutex_t lock;
-#ifdef RS_DEBUG
-	uintptr_t lock_owner;   /* pthread_self() of the holder, 0: none */
-#endif
-	struct rs_ring *all_next; /* process-wide list (fork, exit) [list] */
-	/* reset for each new owner thread: */
-	struct io_uring ring;   /* [lock]; submissions [owner] (SINGLE_ISSUER),
-				 * reaping by any thread holding the lock */
-	int tid;                /* the owner's [set] */
-	int evfd;               /* eventfd signalled by the ring, for waiters [set] */
-	int dead;               /* owner thread exited [lock to set; atomic reads] */
-	struct rs_bufring buf;  /* receive buffers [lock] */
-	struct rs_bufring ubuf; /* datagram receive buffers, once a UDP socket
-				 * is armed here [lock] */
-	int ubuf_failed;        /* their setup failed: -errno [lock] */
-	struct rs_frag_pool frag; /* send memory [lock] */
-	struct rs_frag_hold *zc_holds; /* zero-copy sends not yet notified [lock] */
-	/* Lists of struct rs_esock, through the rs_ring_* functions below
-	 * [lock]: */
-	struct rs_esock *owned;  /* sockets armed here (doubly linked) */
-	struct rs_esock *txq;    /* sockets with sends to submit [lock; the owner
-				  * looks without it (RS_LOAD)] */
-	struct rs_esock *rearm;  /* sockets whose multishot receive must restart */
-	struct rs_esock *detach; /* sockets other threads detached [as txq] */
-	struct rs_esock *draining; /* sockets with a drain job (drain_next) */
-	struct rs_esock *udp_tx; /* the one datagram socket with datagrams
-				  * queued (udp_send.c: one at a time, so they
-				  * reach the kernel in the program's order) */
-	/* one-shot polls through the ring [lock]: RS_POLL_EP, an epoll set
-	 * (ep.c); RS_POLL_KW, the kernel fds of poll/select sets (kwatch.c) */
-	struct rs_ring_poll poll[RS_POLL_SLOTS];
-	uint64_t poll_seq;
-	uint8_t wake_armed;     /* a poll of evfd is in the ring (blocking calls) [lock] */
-	uint8_t sleeping;       /* the owner waits in io_uring_enter without the
-				 * lock (rs_ring_sleep), where its receives'
-				 * task work runs [set under the lock, cleared
-				 * without it; a hint for other threads] */
-	uint8_t reg_ring;       /* ring fd registered (enter_ring_fd is an index) [set] */
-	uint8_t tr_stale;       /* IORING_SQ_TASKRUN stayed set through three
-				 * enters that found no work (seen on 6.18):
-				 * ignored until it clears; waits outside the
-				 * ring are then sliced to 10 ms [lock; hint] */
-	uint8_t tr_empty;       /* enters in a row that found nothing so [lock] */
-	unsigned sq_sends;      /* send SQEs not yet submitted (one CQE each) [lock] */
-	unsigned sq_recvs;      /* receive SQEs not yet submitted: a wait
-				 * submits them before it looks at readiness
-				 * (ep.c engine_round) [lock] */
-	unsigned nrecv;         /* owned sockets with a multishot receive [lock] */
-	int drain_ended;        /* a drain job ended: look at the list [lock] */
-	unsigned nr_tx_sqes;    /* sends prepared since the last submit [lock] */
-	uint64_t prepare_seq;   /* rounds of engine work (watchdog) [lock] */
-	uint64_t watch_seq;     /* prepare_seq at the watchdog's last look [lock] */
-	unsigned send_batch;    /* RINGSOCK_SEND_BATCH [set] */
-	/* Nothing to batch (ep.c rs_ep_wait): blocking epoll waits in a row
-	 * that each returned one event (of more asked for), up to
-	 * RS_ALONE_WAKES; alone once it got there, until a blocking wait
-	 * returns more than one.  Its TCP sockets then read and send through
-	 * the kernel (tcp_recv.c, RS_DIRECT_ALONE) [owner; alone a hint for
-	 * other threads] */
-	unsigned lone_wakes;
-	uint8_t alone;
-	struct rs_kwatch kw;    /* kwatch.c's record (last: cold) [lock] */
-};
-
 /* This thread's ring, created on first use; NULL if the engine is off or
  * the ring cannot be created (the reason is recorded once). */
 struct rs_ring *rs_ring_get(void);
@@ -447,15 +241,6 @@ int rs_ring_lock_live(struct rs_ring *r);
 void rs_ring_teardown(struct rs_ring *r);  /* thread exit: no socket left */
 void rs_rings_after_fork_child(void);      /* every ring is the parent's */
 
-/* user_data: pointer | op (low 3 bits). */
-enum { RS_UD_RECV = 1, RS_UD_SEND = 2, RS_UD_CANCEL = 3, RS_UD_DRAIN = 4 /* a drain job ended */,
-       RS_UD_POLL = 5 /* the wait's poll of an epoll set (sequence << 3) */,
-       RS_UD_WAKE = 6 /* the poll of the ring's own eventfd (blocking calls) */,
-       RS_UD_ZC = 7 /* a zero-copy send: pointer to its struct rs_frag_hold */ };
-#define RS_UD(p, op) ((uint64_t)(uintptr_t)(p) | (op))
-#define RS_UD_PTR(ud) ((void *)(uintptr_t)((ud) & ~7ull))
-#define RS_UD_OP(ud) ((int)((ud) & 7))
-
 /* ---- ringpoll.c: one-shot polls through the ring ---------------------------- */
 /* A one-shot poll for input on fd (an epoll set, known by key) through
  * slot's poll of the ring, unless one is armed for key already; an armed
@@ -530,175 +315,8 @@ int rs_sig_interrupted(unsigned hits, int enter_eintr, int timed);
 
 /* ---- sock.c: the socket core -------------------------------------------------
  *
- * The engine's part of a socket, whatever its kind, is a struct rs_esock at
- * the head of the kind's own struct (rs_tcp).  The ring, the epoll and poll
- * layers and the lifecycle code know sockets only through it and through
- * its kind's operations table; adding a kind adds files and a table.
- *
- * States (mode; one name each):
- *
- *   (none) --arm--> ARMED --another thread, dup, an option the engine
- *                     |       emulates, urgent data, the owner thread's
- *                     |       exit (rs_esock_ring_gone)...--> DETACHING
- *                     |                                            |
- *                     |     the owner cancels its receive, sends what
- *                     |     is queued; nothing left in flight (the
- *                     |     kind's detach_done: rs_esock_maybe_finish)
- *                     v                                            v
- *                  (close)                                     DETACHED
- *                                                                  |
- *                               what it held is read or reported   |
- *                                                                  v
- *                                                     passive (the kernel's)
- *
- *   In a fork child, ARMED and DETACHING become DETACHED at once
- *   (rs_esock_fork_child): the parent's ring is not the child's; what the
- *   socket held was moved to memory both share before the fork.  Every
- *   transition is made in sock.c; a kind's hooks say only what it alone
- *   knows.
- *
- *   Within ARMED, who reports the input is the kind's business (TCP: its
- *   multishot receive, or the kernel for a bulk reader, a socket on
- *   probation or one starved of buffers: kernel_input).  A socket never
- *   armed, or passive, is served by the kernel alone (pass-through, with
- *   the reason counted once).
- *
- * Locks ([x]: what guards a field): [ring] the owner ring's lock while
- * owner is set; [mu] the socket's own mutex once it is not; [socks] the
- * core's list lock; [set once] written before the socket is published.
- * Fields marked "hint" are also read without the lock (RS_LOAD), by
- * readiness code that checks again under it. */
-enum rs_esock_mode {
-	RS_ES_ARMED,     /* served by the owner's ring */
-	RS_ES_DETACHING, /* leaving: the owner still has operations in flight */
-	RS_ES_DETACHED,  /* what it held is served, then the kernel */
-};
-
-/* Where a receive puts the datagram's source address (name, *namelen: in
- * its room, out its length) and what it says of it (flags: MSG_TRUNC). */
-struct rs_dgram_from {
-	void *name;
-	socklen_t *namelen;
-	int flags;
-};
-/* A send as the program made it (send, sendto, sendmsg, sendmmsg, write,
- * writev), for the kind to serve or to leave to the kernel. */
-struct rs_send {
-	const struct iovec *iov;
-	int n;               /* iov's count; -1: the kernel's call (more than
-			      * IOV_MAX, or sendmmsg), after what is queued */
-	int flags;           /* MSG_* */
-	const void *name;    /* the destination given, or NULL */
-	socklen_t namelen;
-	int control;         /* the message carries ancillary data */
-};
-struct mmsghdr;
-struct timespec;
-
-struct rs_kind_ops;
-
-struct rs_esock {
-	const struct rs_kind_ops *ops; /* its kind [set once] */
-	struct rs_sock *sock;    /* the record, one reference held [set once] */
-	struct rs_ring *owner;   /* [ring/mu, hint] NULL once detached and the
-				  * owner has nothing of it in flight */
-	struct rs_esock *prev, *next; /* owner->owned [ring] */
-	struct rs_esock *all_prev, *all_next; /* every engine socket [socks] */
-	/* the owner ring's work lists (ring.c) [ring]: */
-	struct rs_esock *txq_next;    /* sends to submit */
-	struct rs_esock *rearm_next;  /* a receive to start again */
-	struct rs_esock *detach_next; /* another thread detached it */
-	struct rs_esock *drain_next;  /* a drain job will end */
-	struct rs_drain_job *drain;   /* the rest of a send the kernel could not
-				       * take: no new bytes until it is done */
-	pthread_mutex_t mu;      /* guards the state once owner is NULL */
-	int fd;                  /* the one descriptor (dups detach) [ring/mu] */
-	int mode;                /* enum rs_esock_mode [ring/mu, hint] */
-	uint8_t on_txq, on_rearm, on_detach, on_draining; /* list membership [ring] */
-	uint8_t passive;         /* detached and drained: the kernel's alone
-				  * [mu, hint; never cleared] */
-	uint8_t closing;         /* fd closed; freed when nothing is in flight */
-	uint8_t recv_armed;      /* a multishot receive is in flight [ring, hint] */
-	uint8_t recv_cancel;     /* the receive's cancel is submitted [ring] */
-	uint32_t ops_inflight;   /* completions the owner's ring still expects
-				  * for it (receive, sends, cancels) [ring]:
-				  * a closed socket is freed at 0 */
-	uint8_t kfull;           /* the kernel's send buffer was full at the
-				  * last direct send: writability is the
-				  * kernel's [hint: readiness code clears it
-				  * when the kernel reports room] */
-	uint8_t k_hup;           /* the kernel reported ERR or HUP for it (a
-				  * reset the engine's receive may not see):
-				  * sends go to the kernel [hint, set only] */
-};
-
-/* A kind's operations.  The ring calls the first group with the owner's
- * lock held; the lifecycle code (engine.c) and the core the rest. */
-struct rs_kind_ops {
-	const char *name;
-	int rx_group;            /* the buffer group its receives use (RS_BGID_*) */
-	/* arm s (fd) on this thread's ring, locked; NULL: the kernel's */
-	struct rs_esock *(*arm)(struct rs_sock *s, int fd);
-	/* arm it when an epoll set registers it (not only at its first call)? */
-	int (*arm_when_watched)(struct rs_sock *s);
-	/* ring side */
-	void (*complete)(struct rs_ring *r, struct rs_esock *e, int op, struct io_uring_cqe *c);
-	void (*submit_recv)(struct rs_ring *r, struct rs_esock *e); /* off the rearm list */
-	void (*submit_tx)(struct rs_ring *r, struct rs_esock *e);   /* off the send list */
-	void (*process_detach)(struct rs_ring *r, struct rs_esock *e); /* off the detach list */
-	void (*drain_ended)(struct rs_ring *r, struct rs_esock *e); /* its drain job is done */
-	/* the watchdog (not the owner, r locked): queued sends out now */
-	void (*flush_queued)(struct rs_ring *r, struct rs_esock *e);
-	/* lifecycle: the core (sock.c) makes every state change and calls these
-	 * for what only the kind knows */
-	/* the owner's thread exits (r locked, the socket DETACHING unless
-	 * closing): stop the receive, push out the sends, and wait (up to
-	 * 10 s) until nothing of the socket is in flight */
-	void (*ring_gone)(struct rs_ring *r, struct rs_esock *e);
-	/* DETACHING: nothing in flight the detach must wait for */
-	int (*detach_done)(struct rs_esock *e);
-	/* the socket leaves r (r locked): what of it the ring's memory holds
-	 * (received buffers, a cached frag chunk) becomes its own or goes */
-	void (*leave_ring)(struct rs_ring *r, struct rs_esock *e); /* NULL: none */
-	void (*spawn_prepare)(struct rs_esock *e); /* another process may read it */
-	void (*fork_prepare)(struct rs_esock *e);  /* all ring locks held */
-	/* in the fork child, after the core's reset: the kind's in-flight
-	 * state and what belonged to the parent's ring */
-	void (*fork_child)(struct rs_esock *e);
-	int (*tx_pending)(struct rs_esock *e);     /* accepted sends not yet out */
-	size_t (*flush_direct)(struct rs_esock *e); /* write them with system calls */
-	void (*sync_tx)(struct rs_esock *e);       /* before a call the kernel makes */
-	int (*close)(struct rs_sock *s, int fd);   /* before the real close */
-	void (*destroy)(struct rs_esock *e);       /* free the kind's memory */
-	/* readiness (ep.c, wait.c) */
-	unsigned (*readiness)(struct rs_esock *e);  /* EPOLL* bits, locked */
-	unsigned (*held_events)(struct rs_esock *e); /* hint: EPOLLIN for input,
-						      * EPOLLERR for an error the
-						      * engine holds (detached) */
-	int (*kernel_input)(struct rs_esock *e);    /* hint: the kernel holds
-						      * its input and reports it */
-	/* on a socket that is not passive, locked (sock.c's rs_sock_* calls) */
-	int (*fionread)(struct rs_esock *e, int *out); /* FIONREAD/SIOCINQ: 0 or -errno */
-	int (*so_error)(struct rs_esock *e);        /* its pending error, taken (0: none) */
-	size_t (*held)(struct rs_esock *e);         /* received bytes the engine holds */
-	size_t (*tx_held)(struct rs_esock *e);      /* sent bytes not yet the kernel's */
-	int (*shutdown)(struct rs_esock *e, int how); /* 0, -errno or RS_PASS */
-	/* the SO_RCVLOWAT to give the kernel for the program's mark (the
-	 * socket left the engine: what it holds counts); NULL: the mark */
-	int (*kernel_lowat)(struct rs_esock *e, int lowat);
-	/* The program's calls, on a record not yet entered (sock.c's
-	 * rs_sock_recv and the like): -errno, bytes, or RS_PASS (the kernel's
-	 * call).  A NULL recvmmsg_call leaves the socket to the kernel for
-	 * it; a NULL after_send or before_connect has nothing to do. */
-	ssize_t (*recv_call)(struct rs_sock *s, int fd, const struct iovec *iov, int n, int flags,
-			     struct rs_dgram_from *f); /* f: NULL, or the source's room */
-	ssize_t (*send_call)(struct rs_sock *s, int fd, const struct rs_send *m);
-	int (*recvmmsg_call)(struct rs_sock *s, int fd, struct mmsghdr *vec, unsigned vlen, int flags,
-			     struct timespec *tmo);
-	/* after the kernel's send (r, and errno as err) */
-	void (*after_send)(struct rs_sock *s, int fd, ssize_t r, int err, const void *name, socklen_t namelen);
-	void (*before_connect)(struct rs_sock *s, int fd);
-};
+ * The engine's part of a socket (struct rs_esock, its states, the kinds'
+ * struct rs_kind_ops): types.h. */
 
 /* Kinds are registered at start (engine.c): one per socket type. */
 void rs_esock_kind(int type, const struct rs_kind_ops *ops);
@@ -891,12 +509,6 @@ extern const struct rs_kind_ops rs_tcp_ops;
 extern const struct rs_kind_ops rs_udp_ops;
 
 /* ---- block.c: blocking calls (every kind) ---------------------------------- */
-/* A private copy of an iovec array that can be advanced past bytes done. */
-struct iov_cur {
-	struct iovec *v;
-	int n;
-	struct iovec *heap;
-};
 /* The deadline of a blocking call from SO_RCVTIMEO (rx) or SO_SNDTIMEO
  * (CLOCK_MONOTONIC ns; 0: none). */
 int64_t rs_call_deadline(struct rs_sock *s, int fd, int rx);
