@@ -15,7 +15,7 @@
 #include <sys/socket.h>
 #include <netinet/in.h>
 
-#include "engine.h"
+#include "engine_int.h"
 #include "sys.h"
 
 static pthread_mutex_t socks_lock = PTHREAD_MUTEX_INITIALIZER;

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine.h"
+#include "engine_int.h"
 
 static const struct { const char *name; int site; } sites[] = {
 	{ "setup", RS_FAULT_SETUP },         { "enter", RS_FAULT_ENTER },

@@ -23,7 +23,7 @@
 #include <unistd.h>
 
 #include "config.h"
-#include "engine.h"
+#include "engine_int.h"
 
 /* Newer than liburing 2.3's headers (kernel 6.8). */
 #define PBUF_STATUS 26

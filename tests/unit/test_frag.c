@@ -19,7 +19,7 @@
 #include <string.h>
 
 #include "config.h"
-#include "engine.h"
+#include "engine_int.h"
 
 /* ---- malloc/free as the pool sees them ---------------------------------- */
 void *__real_malloc(size_t n);

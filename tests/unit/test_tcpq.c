@@ -24,7 +24,7 @@
 #include <unistd.h>
 
 #include "config.h"
-#include "engine.h"
+#include "engine_int.h"
 #include "tcp_int.h"
 
 #define PBUF_STATUS 26 /* IORING_REGISTER_PBUF_STATUS (kernel 6.8) */
