@@ -17,6 +17,7 @@
 #define RS_ENGINE_INT_H
 
 #include "types.h" /* first: its liburing.h must precede every libc header */
+#include "api.h"   /* the calls preload/ makes: declared there, once */
 #include "engine.h"
 #include "locks.h"
 
@@ -29,15 +30,10 @@
 /* ==== 3. readiness and waiting ============================================ */
 
 /* ---- ep.c: epoll_ctl and epoll_wait ------------------------------------------ */
-int rs_ep_ctl(int epfd, int op, int fd, struct epoll_event *ev);
-int rs_ep_wait(int epfd, struct epoll_event *evs, int max, int timeout_ms,
-	       const sigset_t *ss, const struct timespec *tmo);
+/* (rs_ep_ctl, rs_ep_wait: api.h) */
 void rs_ep_demote_nested(int epfd);       /* epfd watched from outside */
 
-/* ---- wait.c: poll, ppoll, select, pselect --------------------------------- */
-struct pollfd;
-int rs_wait_poll(struct pollfd *fds, unsigned long n, int timeout_ms, const struct timespec *tmo,
-		 const sigset_t *ss, int *handled);
+/* ---- wait.c: poll, ppoll, select, pselect: rs_wait_poll, api.h ----------- */
 
 /* ---- kwatch.c: the kernel fds of poll/select sets, watched by the ring --- */
 struct pollfd;
@@ -49,9 +45,7 @@ int rs_kw_quiet(struct rs_ring *r, const struct pollfd *k, unsigned long n);
 void rs_kw_learn(struct rs_ring *r, const struct pollfd *k, unsigned long n);
 /* Drop the ring's private set (lock held; teardown, reset). */
 void rs_kw_reset(struct rs_ring *r);
-/* fd (or a range) is closed or replaced: registrations by number are void. */
-void rs_kw_fd_gone(int fd);
-void rs_kw_range_gone(unsigned first, unsigned last);
+/* (rs_kw_fd_gone, rs_kw_range_gone: api.h) */
 
 /* ==== 4. socket kinds ===================================================== */
 
@@ -73,7 +67,7 @@ int rs_block_on_fd(int fd, short ev, int64_t deadline, int partial);
 /* A blocking kernel call came back short for the ring's own task work. */
 int rs_short_by_ring(int64_t deadline);
 int rs_iov_cur_skip(struct iov_cur *c, const struct iovec *iov, int n, size_t k);
-size_t rs_iov_total(const struct iovec *iov, int n);
+/* (rs_iov_total: api.h) */
 /* A blocking call's result: bytes done before an error or the end count. */
 ssize_t rs_with_done(size_t done, ssize_t r);
 
@@ -113,34 +107,11 @@ static inline struct rs_ring *rs_esock_owner(struct rs_esock *e)
 {
 	return RS_LOAD(e->owner);
 }
-/* Served by ring r (NULL: by any ring). */
-static inline int rs_esock_armed_on(struct rs_esock *e, struct rs_ring *r)
-{
-	return RS_LOAD(e->mode) == RS_ES_ARMED && (!r || RS_LOAD(e->owner) == r);
-}
-
-/* Is s served by this thread's ring (armed here), rather than by the
- * kernel or another thread's ring?  (Inline: body at the end.) */
-static inline int rs_sock_served_here(struct rs_sock *s);
+/* (rs_esock_armed_on, rs_esock_passive and the hints preload/ reads,
+ * rs_sock_served_here, rs_sock_armed, rs_sock_on_engine: api.h) */
 
 /* The kind's readiness, with ERR for an error kept for the next call. */
 unsigned rs_esock_readiness(struct rs_esock *e);
-static inline int rs_esock_passive(struct rs_esock *e)
-{
-	return __atomic_load_n(&e->passive, __ATOMIC_ACQUIRE);
-}
-
-/* Has s been armed (the engine may hold something of it)?  And is the
- * engine still part of its path (armed, not passive)?  [hints] */
-static inline int rs_sock_armed(struct rs_sock *s)
-{
-	return atomic_load_explicit(&s->eng, memory_order_relaxed) != NULL;
-}
-static inline int rs_sock_on_engine(struct rs_sock *s)
-{
-	struct rs_esock *e = atomic_load_explicit(&s->eng, memory_order_acquire);
-	return e && !rs_esock_passive(e);
-}
 /* The kernel reported revents for e: ERR or HUP is a reset or an end the
  * program has seen, so its next send must fail as the kernel's would. */
 static inline void rs_esock_kernel_hup(struct rs_esock *e, unsigned revents)
@@ -204,63 +175,17 @@ void rs_esock_detach_self(struct rs_esock *e, int reason);
 void rs_esock_detach_on(struct rs_ring *r, struct rs_esock *e);
 /* Every socket armed on r leaves the engine (r's lock held). */
 void rs_esock_leave_all(struct rs_ring *r, int reason);
-/* The program can reach its sockets in a way the engine cannot see (it set
- * up an io_uring of its own): every armed socket leaves the engine, and
- * none is armed from now on; reason is a RINGSOCK_PT_* value.  No ring
- * lock held. */
-void rs_esock_refuse_all(int reason);
+/* (rs_esock_refuse_all: api.h) */
 void rs_esock_fork_prepare_detached(void); /* socks lock held across fork */
 void rs_esock_fork_release_detached(int child);
 
-/* The calls of the preload layer on a record: */
-/* Before a call that goes to the kernel on an engine socket (setsockopt,
- * ioctl, getsockopt, fcntl, shutdown, sendmsg with ancillary data...):
- * accepted bytes reach the kernel first; detach when the call changes
- * something the engine emulates (reason >= 0). */
-void rs_sock_before_kernel(struct rs_sock *s, int fd, int detach_reason);
-/* The program asks about urgent data (MSG_OOB, SO_OOBINLINE, SIOCATMARK,
- * POLLPRI, EPOLLPRI, exceptfds): a receive of ours would read past the
- * urgent mark, which only the kernel keeps, so the socket leaves the
- * engine (passthrough urgent); what it holds is read first. */
-void rs_sock_urgent(struct rs_sock *s, int fd);
-/* Connections the process has with itself: listen() and connect() tell.
- * rs_sock_to_self: does a connect to this address reach one of the
- * process's own listeners (by port)?  Then rs_sock_connected_self(fd)
- * after it; rs_self_connect is set from then on, and rs_sock_self_peer
- * says whether a socket's local or peer port is such a connection's (two
- * system calls: ask once per socket). */
-extern int rs_self_connect; /* [hint, set only] */
-void rs_sock_listening(struct rs_sock *s, int fd);
-int rs_sock_to_self(struct rs_sock *s, const struct sockaddr *to, socklen_t len);
-void rs_sock_connected_self(int fd);
+/* (The calls of the preload layer on a record, and RS_PASS: api.h.)
+ * The process's own connections (rs_sock_listening, rs_sock_to_self,
+ * rs_sock_connected_self: api.h): rs_self_connect is set once it made one
+ * [hint, set only]; rs_sock_self_peer says whether fd's local or peer port
+ * is such a connection's (two system calls: ask once per socket). */
+extern int rs_self_connect;
 int rs_sock_self_peer(int fd);
-
-/* Whole calls for the preload layer: -errno, bytes, or RS_PASS when the
- * caller must make the ordinary call itself. */
-#define RS_PASS (-100000L)
-
-/* The program's calls on an engine socket, through its kind's table:
- * preload/ never asks which kind a socket is.  The kernel's call next
- * (RS_PASS) has this thread's queued sends go first. */
-ssize_t rs_sock_recv(struct rs_sock *s, int fd, const struct iovec *iov, int n, int flags,
-		     struct rs_dgram_from *f);
-ssize_t rs_sock_send(struct rs_sock *s, int fd, const struct rs_send *m);
-int rs_sock_recvmmsg(struct rs_sock *s, int fd, struct mmsghdr *vec, unsigned vlen, int flags,
-		     struct timespec *tmo);
-/* After the kernel's send on an engine socket (errno as err). */
-void rs_sock_after_send(struct rs_sock *s, int fd, ssize_t r, int err, const void *name, socklen_t namelen);
-void rs_sock_before_connect(struct rs_sock *s, int fd);
-/* FIONREAD: 0 (*out set), -errno, or RS_PASS. */
-int rs_sock_fionread(struct rs_sock *s, int fd, int *out);
-/* Received bytes the engine holds (0 when passive or not armed). */
-size_t rs_sock_held(struct rs_sock *s, int fd);
-/* SO_ERROR: the error a call kept, else the one the engine saw first
- * (taken); 0: ask the kernel. */
-int rs_sock_so_error(struct rs_sock *s, int fd);
-/* shutdown: 0, -errno, or RS_PASS. */
-int rs_sock_shutdown(struct rs_sock *s, int fd, int how);
-/* SO_RCVLOWAT for the kernel, given the program's mark. */
-int rs_sock_kernel_lowat(struct rs_sock *s, int lowat);
 /* Bytes then an error: keep an asynchronous error for the next call. */
 void rs_keep_error(struct rs_sock *s, size_t done, ssize_t r);
 /* ... and take it (0: none). */
@@ -278,8 +203,7 @@ void rs_ep_sock_rx_direct(struct rs_esock *e); /* who reports input changed */
 void rs_ep_sock_kfull(struct rs_esock *e);    /* output readiness from the kernel */
 void rs_ep_sock_gone(struct rs_esock *e);     /* its last fd is being closed */
 void rs_ep_forget_sock(struct rs_sock *s);    /* a record never armed is closed */
-int rs_ep_known(int epfd); /* has engine state */
-void rs_ep_close(int epfd);
+/* (rs_ep_known, rs_ep_close: api.h) */
 /* fork: the registrations' locks held across it (after every ring's), new
  * in the child. */
 void rs_ep_fork_prepare(void);
@@ -291,7 +215,7 @@ void rs_ep_fork_release(int child);
 /* This thread's ring, created on first use; NULL if the engine is off or
  * the ring cannot be created (the reason is recorded once). */
 struct rs_ring *rs_ring_get(void);
-extern RS_TLS struct rs_ring *rs_ring_tls;
+/* (rs_ring_tls, this thread's ring or NULL: api.h) */
 /* Start (engine.c): thread_exit runs when a thread with a ring exits,
  * watchdog on the drain thread once a ring exists. */
 int rs_ring_init(void (*thread_exit)(void *), void (*watchdog)(void));
@@ -308,20 +232,7 @@ struct io_uring_sqe *rs_ring_sqe(struct rs_ring *r); /* submits when full */
 /* Submit what is queued (sends, rearms, detaches) and run completions
  * without blocking; returns the number of completions handled. */
 int rs_ring_progress(struct rs_ring *r);
-/* This thread's queued sends go out now (before a call that may block). */
-void rs_ring_flush_tx(void);
-/* Has this thread queued sends its ring has not submitted? [hint] */
-static inline int rs_ring_tx_queued(void)
-{
-	struct rs_ring *r = rs_ring_tls;
-	return r && RS_LOAD(r->txq) != NULL;
-}
-/* The kernel answers next: what this thread queued goes first. */
-static inline void rs_ring_flush_own_tx(void)
-{
-	if (rs_ring_tx_queued())
-		rs_ring_flush_tx();
-}
+/* (rs_ring_flush_tx, rs_ring_tx_queued, rs_ring_flush_own_tx: api.h) */
 /* Like progress, then wait until cond(arg) or no more can happen soon
  * (timeout_ms < 0: no limit).  Returns 0, -ETIME or -EINTR. */
 int rs_ring_wait(struct rs_ring *r, int (*cond)(void *), void *arg, int timeout_ms);
@@ -476,23 +387,14 @@ void rs_drain_before_fork(void);
 void rs_drain_after_fork(int child);
 
 /* ---- sig.c: wrapped signal handlers (rs_sig_fatal_deferred: locks.h) ------- */
-typedef int (*rs_sigaction_fn)(int, const struct sigaction *, struct sigaction *);
 #define RS_SIG_RESTART 1u /* a handler installed with SA_RESTART ran */
 #define RS_SIG_INTR 2u    /* a handler without SA_RESTART ran */
-/* sigaction through real, the handler wrapped in the library's trampoline;
- * old reports the application's handler. */
-int rs_sig_action(int sig, const struct sigaction *act, struct sigaction *old, rs_sigaction_fn real);
-/* After signal(), sigset(), siginterrupt()...: wrap what is installed now. */
-void rs_sig_adopt(int sig, rs_sigaction_fn real);
-int rs_sig_is_tramp(const void *h); /* the trampoline or the fatal catcher */
-/* The engine is on: a catcher stands in for every SIG_DFL whose default
- * ends the process, so queued sends go out first (see sig.c). */
-void rs_sig_guard_all(rs_sigaction_fn real);
+/* (rs_sig_action, rs_sig_adopt, rs_sig_is_tramp, rs_sig_guard_all,
+ * rs_sig_user_handler: api.h) */
 /* A default action is about to end the process: fn (engine.c) sends what
  * is queued first.  While it runs rs_dying is set: no memory is allocated
  * or freed (the signal may have come in the middle of malloc). */
 void rs_sig_on_die(void (*fn)(void));
-void *rs_sig_user_handler(int sig);
 void rs_sig_clear(void);     /* before a wait */
 unsigned rs_sig_take(void);  /* after it: RS_SIG_* of handlers that ran */
 int rs_sig_untracked_intr(void); /* a handler not wrapped lacks SA_RESTART */
@@ -539,13 +441,6 @@ __attribute__((weak, visibility("default"))) int ringsock_test_fault(int site);
 static inline int rs_fault(int site)
 {
 	return rs_unlikely(ringsock_test_fault != NULL) && ringsock_test_fault(site);
-}
-
-/* ---- inline bodies (they use calls of lower layers, declared above) -------- */
-static inline int rs_sock_served_here(struct rs_sock *s)
-{
-	struct rs_esock *e = atomic_load_explicit(&s->eng, memory_order_acquire);
-	return e && rs_ring_tls && rs_esock_armed_on(e, rs_ring_tls);
 }
 
 #endif
