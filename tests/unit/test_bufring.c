@@ -33,7 +33,7 @@ struct pbuf_status {
 	uint32_t resv[8];
 };
 
-/* The engine's fault hook (engine.h): RS_FAULT_BUF_HOLD on demand. */
+/* The engine's fault hook (engine_int.h): RS_FAULT_BUF_HOLD on demand. */
 static int hold_fault;
 int ringsock_test_fault(int site)
 {

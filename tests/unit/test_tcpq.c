@@ -34,7 +34,7 @@ struct pbuf_status {
 	uint32_t resv[8];
 };
 
-/* The engine's fault hook (engine.h): the receive queue array cannot grow. */
+/* The engine's fault hook (engine_int.h): the receive queue array cannot grow. */
 static int rx_nomem;
 int ringsock_test_fault(int site)
 {
