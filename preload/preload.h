@@ -25,7 +25,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-#include "../src/engine.h"
+#include "../src/api.h"
 #include "../src/internal.h"
 #include "../src/sys.h"
 

@@ -17,7 +17,7 @@
 #include <sys/socket.h>
 #include <sys/time.h>
 
-#include "engine.h"
+#include "engine_int.h"
 #include "sys.h"
 
 static int64_t timeo_get(int fd, int name)

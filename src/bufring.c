@@ -21,7 +21,7 @@
 #include <errno.h>
 #include <sys/mman.h>
 
-#include "engine.h"
+#include "engine_int.h"
 
 static unsigned pow2(unsigned v)
 {

@@ -34,7 +34,7 @@
 #include <sys/resource.h>
 #include <time.h>
 
-#include "engine.h"
+#include "engine_int.h"
 #include "sys.h"
 
 #define DRAIN_SLOTS 1024 /* at most; fewer under a low RLIMIT_NOFILE */

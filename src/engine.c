@@ -9,7 +9,7 @@
  */
 #include <errno.h>
 
-#include "engine.h"
+#include "engine_int.h"
 #include "sys.h"
 
 static void ring_watchdog(void);

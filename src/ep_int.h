@@ -8,7 +8,7 @@
 
 #include <sys/epoll.h>
 
-#include "engine.h"
+#include "engine_int.h"
 
 #define EPREG_MAGIC 0x72657065u /* "rsep" */
 #define EP_MAX_FD 65536

@@ -18,7 +18,7 @@
  */
 #include <stdlib.h>
 
-#include "engine.h"
+#include "engine_int.h"
 
 static void pool_trim(struct rs_frag_pool *p)
 {

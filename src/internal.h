@@ -1,7 +1,8 @@
 /* internal.h - what every part of the library shares (the preload layer,
  * the engine, the unit tests): counters, fd records, the engine's own fds,
  * logging, process state, one heading per file.  The engine's own types
- * and calls are in engine.h.
+ * are in types.h, its calls in engine_int.h (those preload/ makes in
+ * api.h), its lifecycle in engine.h.
  *
  * Conventions: engine functions return -errno (never write errno) and do
  * their own I/O with raw system calls (sys.h).  Only preload/ writes errno
@@ -130,8 +131,10 @@ struct rs_sock {
 	/* engine, blocking sockets (here: a blocking read ends unlocked) */
 	uint8_t tx_run;         /* sends since a read got data (at most 2) */
 	uint8_t pingpong;       /* one send between the last two reads */
-	_Atomic(struct rs_esock *) eng; /* engine state (engine.h), NULL if none */
-	struct rs_epreg *regs;  /* its epoll registrations (ep.c) */
+	_Atomic(struct rs_esock *) eng; /* engine state (types.h), NULL if none */
+	struct rs_epreg *regs;  /* its epoll registrations (struct rs_epreg in
+				 * ep_int.h), linked by ep.c and epreg.c under
+				 * rs_ep_ctl_lock */
 };
 enum { RS_CONN_UNKNOWN, RS_CONN_UP, RS_CONN_LISTEN, RS_CONN_CONNECTING };
 struct rs_esock;

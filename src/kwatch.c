@@ -29,7 +29,7 @@
 #include <poll.h>
 #include <sys/epoll.h>
 
-#include "engine.h"
+#include "engine_int.h"
 #include "sys.h"
 
 #define RS_KW_NEVER 0xffffffffu

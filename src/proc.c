@@ -4,7 +4,7 @@
  * depend on the code that sets it (runtime.c at start, engine.c around
  * fork and at a fatal signal): tests/layers.sh checks there is no circle.
  */
-#include "engine.h"
+#include "engine_int.h"
 #include "sys.h"
 
 struct rs_runtime rs_rt;   /* set by rs_runtime_init */

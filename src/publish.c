@@ -25,7 +25,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "engine.h"
+#include "engine_int.h"
 #include "publish.h"
 #include "sys.h"
 

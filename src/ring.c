@@ -19,7 +19,7 @@
 #include <sys/resource.h>
 #include <time.h>
 
-#include "engine.h"
+#include "engine_int.h"
 #include "sys.h"
 
 RS_TLS struct rs_ring *rs_ring_tls;

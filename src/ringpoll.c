@@ -8,7 +8,7 @@
  */
 #include <poll.h>
 
-#include "engine.h"
+#include "engine_int.h"
 
 void rs_ring_poll_cancel(struct rs_ring *r, int slot)
 {

@@ -5,6 +5,7 @@
  * resolved, and the hooks below around fork, exec and exit.
  */
 #include <netinet/in.h>
+#include <pthread.h>
 #include <string.h>
 #include <sys/socket.h>
 

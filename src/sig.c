@@ -21,7 +21,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "engine.h"
+#include "engine_int.h"
 #include "sys.h"
 
 #define RS_NSIG 65

@@ -5,7 +5,7 @@
  * socket's type, detaching (by the owner, or by another thread that holds
  * the owner's lock and hands the rest to it), the list of every engine
  * socket that fork walks, pass-through reasons, and freeing.  The states
- * and which lock guards which field: engine.h, struct rs_esock.
+ * and which lock guards which field: types.h, struct rs_esock.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -15,7 +15,7 @@
 #include <sys/socket.h>
 #include <netinet/in.h>
 
-#include "engine.h"
+#include "engine_int.h"
 #include "sys.h"
 
 static pthread_mutex_t socks_lock = PTHREAD_MUTEX_INITIALIZER;

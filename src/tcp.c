@@ -8,7 +8,7 @@
  * and go to the two paths; it leaves the engine through process_detach
  * and the core's transitions (sock.c: rs_esock_maybe_finish, which asks
  * detach_done here), or is freed once closed with nothing in flight.
- * States: engine.h, struct rs_esock.
+ * States: types.h, struct rs_esock.
  *
  * Every function here runs with the socket's lock held (rs_esock_enter):
  * the owner ring's lock while the socket is owned, its own mutex after.
@@ -28,7 +28,7 @@
 #include <sys/socket.h>
 #include <linux/sockios.h>
 
-#include "engine.h"
+#include "engine_int.h"
 #include "sys.h"
 #include "tcp_int.h"
 

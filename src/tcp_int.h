@@ -10,7 +10,7 @@
 
 #include <sys/uio.h>
 
-#include "engine.h"
+#include "engine_int.h"
 
 struct rs_rxseg { char *data; uint32_t len, off; int32_t bid; /* -1: heap, -2: RX cache */ };
 struct rs_txseg { char *data; uint32_t len; struct rs_chunk *chunk; };

@@ -24,7 +24,7 @@
 #include <netinet/tcp.h>
 #include <linux/sock_diag.h>
 
-#include "engine.h"
+#include "engine_int.h"
 #include "route.h"
 #include "sys.h"
 #include "tcp_int.h"

@@ -21,7 +21,7 @@
 #include <string.h>
 #include <sys/socket.h>
 
-#include "engine.h"
+#include "engine_int.h"
 #include "tcp_int.h"
 
 static int grow(void **arr, uint32_t *cap, uint32_t head, uint32_t cnt, size_t elt)

@@ -65,7 +65,7 @@
 #include <sys/socket.h>
 #include <linux/sockios.h>
 
-#include "engine.h"
+#include "engine_int.h"
 #include "sys.h"
 #include "udp_int.h"
 

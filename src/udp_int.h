@@ -10,7 +10,7 @@
 
 #include <netinet/in.h>
 
-#include "engine.h"
+#include "engine_int.h"
 
 /* A datagram the engine holds. */
 struct rs_dgram {

@@ -24,7 +24,7 @@
 #include <string.h>
 #include <sys/socket.h>
 
-#include "engine.h"
+#include "engine_int.h"
 #include "sys.h"
 #include "udp_int.h"
 

@@ -53,7 +53,7 @@
 #include <string.h>
 #include <sys/socket.h>
 
-#include "engine.h"
+#include "engine_int.h"
 #include "route.h"
 #include "sys.h"
 #include "udp_int.h"

@@ -14,7 +14,7 @@
 #include <string.h>
 #include <sys/socket.h>
 
-#include "engine.h"
+#include "engine_int.h"
 #include "udp_int.h"
 
 static size_t copy_out(const struct iovec *iov, int n, const char *p, size_t len)

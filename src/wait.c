@@ -15,7 +15,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "engine.h"
+#include "engine_int.h"
 #include "sys.h"
 
 static unsigned to_poll(unsigned ev)

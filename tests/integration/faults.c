@@ -2,7 +2,7 @@
  * kernel can hand it, preloaded in front of libringsock.so.
  *
  * RS_FAULT=SITE:N injects at every Nth time the engine reaches SITE
- * (engine.h, RS_FAULT_*): setup, enter, short_send, cancel, buf_hold,
+ * (engine_int.h, RS_FAULT_*): setup, enter, short_send, cancel, buf_hold,
  * no_sqe, rx_nomem, stale.  The engine asks through the weak symbol ringsock_test_fault;
  * without this library loaded it is never called.
  */
@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine.h"
+#include "engine_int.h"
 
 static const struct { const char *name; int site; } sites[] = {
 	{ "setup", RS_FAULT_SETUP },         { "enter", RS_FAULT_ENTER },

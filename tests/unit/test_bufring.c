@@ -23,7 +23,7 @@
 #include <unistd.h>
 
 #include "config.h"
-#include "engine.h"
+#include "engine_int.h"
 
 /* Newer than liburing 2.3's headers (kernel 6.8). */
 #define PBUF_STATUS 26
@@ -33,7 +33,7 @@ struct pbuf_status {
 	uint32_t resv[8];
 };
 
-/* The engine's fault hook (engine.h): RS_FAULT_BUF_HOLD on demand. */
+/* The engine's fault hook (engine_int.h): RS_FAULT_BUF_HOLD on demand. */
 static int hold_fault;
 int ringsock_test_fault(int site)
 {

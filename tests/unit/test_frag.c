@@ -19,7 +19,7 @@
 #include <string.h>
 
 #include "config.h"
-#include "engine.h"
+#include "engine_int.h"
 
 /* ---- malloc/free as the pool sees them ---------------------------------- */
 void *__real_malloc(size_t n);
@@ -395,7 +395,7 @@ static void test_order0_chunks(void **state)
  * current chunk, the live slices untouched); a chunk that falls free is
  * still reused without asking the allocator; once the allocator gives
  * again, so does the pool.  (There is no fallback to smaller chunks in
- * frag.c: engine.h documents NULL when out of memory, and tcp_send.c then
+ * frag.c: engine_int.h documents NULL when out of memory, and tcp_send.c then
  * accepts fewer bytes.) */
 static void test_refused_chunk(void **state)
 {

@@ -24,7 +24,7 @@
 #include <unistd.h>
 
 #include "config.h"
-#include "engine.h"
+#include "engine_int.h"
 #include "tcp_int.h"
 
 #define PBUF_STATUS 26 /* IORING_REGISTER_PBUF_STATUS (kernel 6.8) */
@@ -34,7 +34,7 @@ struct pbuf_status {
 	uint32_t resv[8];
 };
 
-/* The engine's fault hook (engine.h): the receive queue array cannot grow. */
+/* The engine's fault hook (engine_int.h): the receive queue array cannot grow. */
 static int rx_nomem;
 int ringsock_test_fault(int site)
 {
