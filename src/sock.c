@@ -426,9 +426,12 @@ struct rs_esock *rs_esock_enter(struct rs_sock *s, int fd, int do_arm)
 			return NULL;
 		/* Before the engine reads ahead: an io_uring the program made
 		 * with its own system calls could wait for these bytes
-		 * (foreign.c).  (With a ring's lock held, as in a handler's
-		 * call, the next arm looks.) */
-		if (rs_unlikely(!held_ring && rs_foreign_uring_found()))
+		 * (foreign.c).  Every arm looks (held_ring names the lock
+		 * of the socket entered last, held or not: it said nothing
+		 * here, and the look was skipped after a thread's first
+		 * arm); not with an engine lock held, as in a handler's
+		 * call that interrupted the engine: the next arm looks. */
+		if (rs_unlikely(!rs_lock_depth && rs_foreign_uring_found()))
 			rs_esock_refuse_all(RINGSOCK_PT_URING);
 		int refuse = __atomic_load_n(&rs_engine_refuse, __ATOMIC_ACQUIRE);
 		if (refuse) {

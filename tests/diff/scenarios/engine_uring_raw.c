@@ -151,6 +151,21 @@ static void rounds(int c, int s)
 
 int main(void)
 {
+#ifdef RING_AFTER_ARM
+	/* A socket the engine serves first (read ahead: its receive armed),
+	 * then the ring: every later arm must see it, not only a thread's
+	 * first (engine_uring_after_arm.c). */
+	int c0, s0;
+	tcp_pair(&c0, &s0);
+	fcntl(s0, F_SETFL, O_NONBLOCK);
+	rounds(c0, s0);
+	R("send early", send(c0, "early", 5, 0));
+	char b0[16];
+	struct pollfd p0 = { .fd = s0, .events = POLLIN };
+	poll(&p0, 1, -1);
+	long r0 = R("recv early", recv(s0, b0, sizeof(b0), 0));
+	show("got early", b0, r0);
+#endif
 	/* Made first, as an event loop makes its ring at start. */
 	ring_make();
 	int c, s;
