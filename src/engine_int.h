@@ -94,6 +94,9 @@ struct rs_esock *rs_esock_enter(struct rs_sock *s, int fd, int arm);
 struct rs_esock *rs_esock_enter_watched(struct rs_sock *s, int fd);
 /* The same, NULL too when the kernel serves it alone (passive). */
 struct rs_esock *rs_esock_enter_served(struct rs_sock *s, int fd);
+/* s's engine state locked, wherever it is served, without taking it over
+ * (NULL: none). */
+struct rs_esock *rs_esock_lock_sock(struct rs_sock *s);
 void rs_esock_unlock(struct rs_esock *e);
 /* The ring whose lock the last enter took (NULL: e's own mutex). */
 struct rs_ring *rs_esock_held_ring(void);

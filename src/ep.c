@@ -115,6 +115,48 @@ static long reg_del(struct rs_ep *ep, int fd, struct rs_sock *s, struct rs_epreg
 	return e;
 }
 
+/* To change s->regs from any thread: the socket's lock (every walk of
+ * them holds it: epreg.c sock_look), without taking the socket over, then
+ * rs_ep_ctl_lock.  Returns the socket's engine state to unlock after the
+ * ctl lock (NULL: not armed; arming takes the ctl lock to look at the
+ * registrations, so it waits for this change). */
+static struct rs_esock *lock_regs(struct rs_sock *s)
+{
+	struct rs_esock *t = rs_esock_lock_sock(s);
+	rs_mutex_lock(&rs_ep_ctl_lock);
+	while (!t && atomic_load(&s->eng)) {
+		/* armed meanwhile by another thread */
+		rs_mutex_unlock(&rs_ep_ctl_lock);
+		t = rs_esock_lock_sock(s);
+		rs_mutex_lock(&rs_ep_ctl_lock);
+	}
+	return t;
+}
+
+/* The set epfd is closed: each socket's registration leaves the socket's
+ * list under the socket's lock too (lock_regs), then the rest goes. */
+void rs_ep_close(int epfd)
+{
+	struct rs_ep *ep = rs_epr_detach_set(epfd);
+	if (!ep)
+		return;
+	for (unsigned fd = 0;; fd++) {
+		rs_mutex_lock(&rs_ep_ctl_lock);
+		while (fd < ep->nbyfd && !ep->byfd[fd])
+			fd++;
+		struct rs_sock *s = fd < ep->nbyfd ? ep->byfd[fd]->s : NULL;
+		rs_mutex_unlock(&rs_ep_ctl_lock);
+		if (!s)
+			break;
+		struct rs_esock *t = lock_regs(s);
+		rs_epr_drop_fd(ep, (int)fd, s);
+		rs_mutex_unlock(&rs_ep_ctl_lock);
+		if (t)
+			rs_esock_unlock(t);
+	}
+	rs_epr_free_set(ep);
+}
+
 /* epoll_ctl for a socket of a kind the engine serves. */
 static int ctl_sock(struct rs_ep *ep, int op, int fd, struct rs_sock *s, struct epoll_event *ev)
 {
@@ -122,11 +164,18 @@ static int ctl_sock(struct rs_ep *ep, int op, int fd, struct rs_sock *s, struct 
 		return -EFAULT;
 	if (op == EPOLL_CTL_ADD && ((ev->events & EPOLLEXCLUSIVE) || ep->nested))
 		rs_sock_before_kernel(s, fd, RINGSOCK_PT_EPOLL), rs_sock_passthrough(s, RINGSOCK_PT_EPOLL);
-	/* (armed here if its kind wants a socket armed once a wait watches it) */
+	/* Every change of the socket's registrations holds its lock, as the
+	 * engine's walks of them do: ADD and MOD enter it (armed here if its
+	 * kind wants a socket armed once a wait watches it); DEL only locks
+	 * it, wherever it is served. */
 	struct rs_esock *t = NULL;
-	if (op != EPOLL_CTL_DEL && !s->no_engine)
-		t = rs_esock_enter_watched(s, fd);
-	rs_mutex_lock(&rs_ep_ctl_lock);
+	if (op == EPOLL_CTL_DEL) {
+		t = lock_regs(s);
+	} else {
+		if (!s->no_engine)
+			t = rs_esock_enter_watched(s, fd);
+		rs_mutex_lock(&rs_ep_ctl_lock);
+	}
 	struct rs_epreg *g = rs_epr_byfd_get(ep, fd);
 	long e = op == EPOLL_CTL_ADD ? reg_add(ep, fd, s, g, ev)
 		 : op == EPOLL_CTL_MOD ? reg_mod(ep, fd, s, g, ev)

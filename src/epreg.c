@@ -442,28 +442,44 @@ void rs_ep_forget_sock(struct rs_sock *s)
 		forget_regs(s, 0);
 }
 
-void rs_ep_close(int epfd)
+/* The set epfd is closed: its record is no longer found (its
+ * registrations are dropped one by one, rs_epr_drop_fd, then the rest
+ * with rs_epr_free_set).  NULL: no record. */
+struct rs_ep *rs_epr_detach_set(int epfd)
 {
 	struct rs_ep *ep = rs_ep_get(epfd, 0);
-	if (!ep)
+	if (ep)
+		atomic_store(&eps[epfd], NULL);
+	return ep;
+}
+
+/* Drop the registration of s under number fd in the closed set ep (ctl
+ * lock and s's lock held: rs_epr_lock_regs's caller). */
+void rs_epr_drop_fd(struct rs_ep *ep, int fd, struct rs_sock *s)
+{
+	struct rs_epreg *g = rs_epr_byfd_get(ep, fd);
+	if (!g || g->s != s)
 		return;
-	atomic_store(&eps[epfd], NULL);
+	struct rs_epreg **pp = &s->regs;
+	while (*pp && *pp != g)
+		pp = &(*pp)->sock_next;
+	if (*pp)
+		*pp = g->sock_next;
+	ep->byfd[fd] = NULL;
+	rs_mutex_lock(&ep->lock);
+	rs_epr_ready_unlink(ep, g);
+	rs_mutex_unlock(&ep->lock);
+	rs_epr_free(g);
+}
+
+/* The rest of a closed set: its ring registrations and its memory. */
+void rs_epr_free_set(struct rs_ep *ep)
+{
 	rs_mutex_lock(&rs_ep_ctl_lock);
 	rs_mutex_lock(&ep->lock); /* a freed registration's link is reused */
 	while (ep->ready_head)
 		rs_epr_ready_unlink(ep, ep->ready_head);
 	rs_mutex_unlock(&ep->lock);
-	for (unsigned fd = 0; fd < ep->nbyfd; fd++) {
-		struct rs_epreg *g = ep->byfd[fd];
-		if (!g)
-			continue;
-		struct rs_epreg **pp = &g->s->regs;
-		while (*pp && *pp != g)
-			pp = &(*pp)->sock_next;
-		if (*pp)
-			*pp = g->sock_next;
-		rs_epr_free(g);
-	}
 	for (int i = 0; i < RS_EP_RINGS; i++)
 		if (ep->rings[i])
 			rs_epr_free(ep->rings[i]);

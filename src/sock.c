@@ -474,6 +474,17 @@ struct rs_esock *rs_esock_enter_watched(struct rs_sock *s, int fd)
 	return rs_esock_enter(s, fd, k && *k && (*k)->arm_when_watched(s));
 }
 
+/* For a change of s->regs by any thread (epoll_ctl DEL): the socket's
+ * lock, which every walk of them holds (epreg.c sock_look), taken without
+ * detaching the socket from its owner as entering it would. */
+struct rs_esock *rs_esock_lock_sock(struct rs_sock *s)
+{
+	struct rs_esock *e = atomic_load_explicit(&s->eng, memory_order_acquire);
+	if (e)
+		lock_e(e);
+	return e;
+}
+
 struct rs_esock *rs_esock_enter_served(struct rs_sock *s, int fd)
 {
 	struct rs_esock *e = rs_esock_enter(s, fd, 1);
