@@ -198,8 +198,11 @@ RS_EXPORT int setsockopt(int fd, int level, int name, const void *val, socklen_t
 		/* what the engine still holds counts toward the kernel's mark */
 		int want = *(const int *)val, k = rs_sock_kernel_lowat(s, want);
 		int r = REAL(setsockopt)(fd, level, name, &k, sizeof(k));
-		if (r == 0)
+		if (r == 0) {
 			__atomic_store_n(&s->rcvlowat, want < 1 ? 1 : want, __ATOMIC_RELAXED);
+			if (rs_engine_sock(s))
+				rs_sock_lowat_set(s, fd);
+		}
 		return r;
 	}
 	int r = REAL(setsockopt)(fd, level, name, val, len);

@@ -666,6 +666,17 @@ int rs_sock_shutdown(struct rs_sock *s, int fd, int how)
 	return r;
 }
 
+/* The program set SO_RCVLOWAT (the kernel took it). */
+void rs_sock_lowat_set(struct rs_sock *s, int fd)
+{
+	struct rs_esock *e = rs_esock_enter(s, fd, 0);
+	if (!e)
+		return;
+	if (e->ops->lowat_set && !rs_esock_passive(e))
+		e->ops->lowat_set(e);
+	rs_esock_unlock(e);
+}
+
 int rs_sock_kernel_lowat(struct rs_sock *s, int lowat)
 {
 	struct rs_esock *e = atomic_load_explicit(&s->eng, memory_order_acquire);

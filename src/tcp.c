@@ -611,6 +611,28 @@ static int kernel_lowat(struct rs_esock *e, int lowat)
 	return rs_tcp_kernel_lowat(e->sock, lowat);
 }
 
+/* tcp_set_rcvlowat wakes the socket's waiters with EPOLLIN when it is
+ * readable at the new mark or its input has ended (tcp_data_ready): an
+ * edge for an edge-triggered registration.  Where the kernel's set
+ * watches the socket's input (detached, or reads through the kernel), the
+ * kernel's own wake-up makes it, but for bytes only the engine holds (the
+ * kernel's queue empty, the kernel's mark lowered by them: see
+ * kernel_lowat); where it does not (the engine reads ahead), none
+ * reaches the set. */
+static void lowat_set(struct rs_esock *e)
+{
+	struct rs_tcp *t = rs_tcp_of(e);
+	int readable = (held_events(e) & EPOLLIN) != 0;
+	if (e->mode == RS_ES_ARMED && !kernel_input(e)) {
+		if (readable || t->rx_eof || t->rx_err)
+			rs_ep_sock_input(e);
+		return;
+	}
+	int inq = 0;
+	if (readable && e->fd >= 0 && rs_syscall(SYS_ioctl, e->fd, SIOCINQ, &inq) == 0 && inq == 0)
+		rs_ep_sock_input(e);
+}
+
 const struct rs_kind_ops rs_tcp_ops = {
 	.name = "tcp",
 	.rx_group = RS_BGID_TCP,
@@ -642,6 +664,7 @@ const struct rs_kind_ops rs_tcp_ops = {
 	.tx_held = tx_held,
 	.shutdown = shutdown_sock,
 	.kernel_lowat = kernel_lowat,
+	.lowat_set = lowat_set,
 	.recv_call = recv_call,
 	.send_call = send_call,
 };

@@ -594,6 +594,10 @@ struct rs_kind_ops {
 	/* the SO_RCVLOWAT to give the kernel for the program's mark (the
 	 * socket left the engine: what it holds counts); NULL: the mark */
 	int (*kernel_lowat)(struct rs_esock *e, int lowat);
+	/* SO_RCVLOWAT was just set (e locked, not passive): make the epoll
+	 * edge the kernel's setsockopt makes, where the kernel cannot (NULL:
+	 * none) */
+	void (*lowat_set)(struct rs_esock *e);
 	/* The program's calls, on a record not yet entered (sock.c's
 	 * rs_sock_recv and the like): -errno, bytes, or RS_PASS (the kernel's
 	 * call).  A NULL recvmmsg_call leaves the socket to the kernel for
