@@ -56,9 +56,8 @@
 #
 # The packages come from apt (installed when missing and this runs as
 # root; dev.sh installs them); exit 77 only when they cannot be
-# obtained.  40-85 s on 2 cores (the three modes side by side; plain
-# takes ~18 s, the library's modes longer because of the known bug
-# below: 8.2 s per subtest it fails, 15.5 s per one it stalls).
+# obtained.  ~25 s on 2 cores (the three modes side by side, each ~20 s;
+# connection-gnutls and socket take most of it).
 #
 # Environment: RS_GLIB_TESTS="socket proxy-test ..." runs only these
 # programs.
@@ -71,8 +70,8 @@ need timeout
 
 # Subtests that fail now and then WITHOUT the library: not compared (their
 # results are still printed), as "program:/path".  Empty: no subtest
-# failed plain in 9 runs of this script (one beside a CPU burner, one
-# beside two) nor in 22 more plain runs of connection-gnutls, on 2 cores.
+# failed plain in 16 runs of this script (two beside a CPU burner, two
+# beside two) nor in 19 more plain runs of connection-gnutls, on 2 cores.
 # (A subtest that fails plain is still left out of the comparison, and
 # listed as flaky when it passes run again alone.)
 FLAKY_PLAIN="
@@ -85,37 +84,23 @@ FLAKY_PLAIN="
 # output shows TEXT (any other failure of a covered subtest counts).
 # Covered failures are reported, not counted as differences.  Remove an
 # entry once its bug is fixed (the summary says when no subtest hit it).
+# E.g. "connection-gnutls:/tls/gnutls/connection/*  lib,arm0  [output:
+# wait_until_server_finished] ...".
 #
-# 1. A TCP socket closed by a thread other than the one whose ring armed
-#    its receive, while that thread waits outside the library, is not
-#    released in the kernel until that thread next runs library code or
-#    exits: the ring's multishot receive still holds the socket, so the
-#    peer gets no FIN or RST (close() returned 0 at once).  The kernel
-#    releases it at the close: the peer's poll says IN (FIN) or IN ERR HUP
-#    (RST, bytes left unread) at once.  Here each TLS handshake runs in a
-#    GLib thread-pool worker (which reads enough to arm the receive), the
-#    main thread closes the client's connection while that worker idles
-#    in the pool (a futex wait; an idle worker exits after 15 s), and the
-#    test waits at most ~8 s for the server side to see the end
-#    (connection.c:142, wait_until_server_finished): FAIL after 8.2 s.
-#    Which subtests hit it depends on which worker ran which handshake
-#    and whether it was reused in time; failures in 25 runs per mode
-#    (lib/arm0): socket-client-failed 24/25, failed 12/10,
-#    invalid-chain-with-alternative-ca-cert 5/3,
-#    client-auth-fail-missing-client-private-key 2/1,
-#    peer-certificate-notify 1/1, oscp/must-staple 1/0,
-#    oscp/must-staple-intermediate-certificate 0/1 (and garbage-database
-#    once more), so the entry covers the program.  Others
-#    (client-auth-failure, client-auth-request-fail,
-#    unclean-close-by-server) wait without a limit and pass after the
-#    worker exits, in 15.5 s instead of 0.1 s (printed as slower).
-#    Reproducer: a reader thread reads a TCP socket (nonblocking recv +
-#    poll, 64 bytes in 8 messages) then idles in pthread_cond_timedwait
-#    for 2 s; the main thread closes the socket and polls the peer: the
-#    peer sees the end after 0.0 s plain, 2.0 s under the library (both
-#    knob modes; FIN and RST alike).
+# None today.  Before a737802 (a TCP close by a thread other than the
+# socket's owner ends the connection at once) there was one: each TLS
+# handshake runs in a GLib thread-pool worker, which reads enough to arm
+# the socket's receive in its ring; the main thread closes the client's
+# connection while that worker idles in the pool (a futex wait; an idle
+# worker exits after 15 s), and the ring's multishot receive kept the
+# socket open, so the server side saw no FIN or RST until the worker ran
+# library code again.  connection-gnutls's socket-client-failed then
+# failed its ~8 s wait (connection.c:142, wait_until_server_finished:
+# '!(test->server_running)') in 24 of 25 runs (lib) and 25 of 25 (arm0),
+# failed, invalid-chain-with-alternative-ca-cert and five others now and
+# then, and client-auth-failure, client-auth-request-fail and
+# unclean-close-by-server passed in 15.5 s instead of 0.1 s.
 KNOWN_ENGINE_BUGS="
-connection-gnutls:/tls/gnutls/connection/*  lib,arm0  [output: wait_until_server_finished: '!(test->server_running)'] a TCP socket closed by another thread than its ring's owner stays open while the owner waits outside the library (no FIN/RST for the peer)
 "
 
 # ---- the test programs --------------------------------------------------
