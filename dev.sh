@@ -23,7 +23,7 @@ DEPS=(build-essential cmake pkg-config liburing-dev libnl-3-dev libnl-route-3-de
       libnl-genl-3-dev libnl-idiag-3-dev libcmocka-dev musl-tools iperf3 sockperf socat iproute2
       util-linux man-db python3 procps git debhelper dpkg-dev lintian rpm
       redis-server redis-tools nginx-light wrk haproxy curl dnsmasq-base dnsperf unbound libpython3.11-testsuite gdb
-      nodejs prometheus systemd)
+      nodejs prometheus systemd libglib2.0-tests glib-networking-tests)
 BENCH_DEPS=(python3-matplotlib linux-perf memcached libmemcached-tools)
 
 deps() { # extra packages...

@@ -1,6 +1,7 @@
 # Sourced (after lib.sh) by the tests that build a third-party test suite
 # from a Debian source package (thirdparty_libevent.sh, thirdparty_libuv.sh,
-# thirdparty_node.sh).
+# thirdparty_node.sh), and by thirdparty_glib.sh (Debian's built tests:
+# pkg_installed only).
 # Not a test itself: only tests/integration/*.sh become ctest tests.
 #
 #   thirdparty_fetch PKG DIR TOOL_PACKAGES...
