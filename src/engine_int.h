@@ -170,6 +170,12 @@ void rs_esock_finalize_detach(struct rs_ring *r, struct rs_esock *e);
 void rs_esock_ring_gone(struct rs_ring *r, struct rs_esock *e);
 /* In a fork child: ARMED/DETACHING -> DETACHED, the parent's ring gone. */
 void rs_esock_fork_child(struct rs_esock *e);
+/* DETACHED -> passive once the kind holds nothing (locked). */
+void rs_esock_maybe_passive(struct rs_esock *e);
+/* The program closes fd (no lock held; engine.c rs_engine_before_close):
+ * the last descriptor makes the socket closing, freed once nothing of it
+ * is in flight.  Returns 0. */
+int rs_esock_close(struct rs_sock *s, int fd);
 /* Owner side: the socket leaves the engine for reason (counted), waits
  * until nothing of it is in flight (this thread's ring) or hands it to its
  * owner's (another thread's). */

@@ -2,9 +2,11 @@
  *
  * Locking and entering a socket (its owner ring's lock while it is owned,
  * its own mutex after), arming through the kind registered for the
- * socket's type, detaching (by the owner, or by another thread that holds
- * the owner's lock and hands the rest to it), the list of every engine
- * socket that fork walks, pass-through reasons, and freeing.  The states
+ * socket's type, every change of a socket's state (detaching by the owner,
+ * or by another thread that holds the owner's lock and hands the rest to
+ * it; finishing a detach; passive; close; thread exit; the fork child),
+ * calling the kind's hooks for what only it knows, the list of every
+ * engine socket that fork walks, pass-through reasons, and freeing.  The states
  * and which lock guards which field: types.h, struct rs_esock.
  */
 #include <errno.h>
@@ -341,6 +343,95 @@ void rs_esock_fork_child(struct rs_esock *e)
 	if (e->ops->fork_child)
 		e->ops->fork_child(e);
 	rs_sock_count_passthrough(e->sock, RINGSOCK_PT_FORK);
+}
+
+/* Detached and holding nothing for the program (the kind says what that
+ * is): from now on the kernel serves it alone (the passive flag, set for
+ * good). */
+void rs_esock_maybe_passive(struct rs_esock *e)
+{
+	if (e->mode == RS_ES_DETACHED && !e->passive && e->ops->holds_nothing(e))
+		__atomic_store_n(&e->passive, 1, __ATOMIC_RELEASE);
+}
+
+/* A kind that waits at close for a sleeping owner (close_waits_owner):
+ * the socket is served by another thread's ring, whose receive holds the
+ * file (and so the port) until that thread cancels it: entering handed
+ * the socket over and woke it.  If it sleeps in its ring, it does so at
+ * once; wait for that (up to a second), so the port is free when close
+ * returns, as without us.  (A thread blocked elsewhere cancels when it
+ * next runs.)  Returns e entered again, or NULL (gone meanwhile). */
+static struct rs_esock *close_wait_owner(struct rs_sock *s, int fd, struct rs_esock *e)
+{
+	for (int i = 0; i < 20000 && atomic_load(&s->nfds) == 1; i++) {
+		struct rs_ring *o = e->owner;
+		if (!o || o == rs_ring_tls || !e->recv_armed || !RS_LOAD(o->sleeping))
+			break;
+		rs_esock_unlock(e);
+		rs_sys_nap(50000);
+		e = rs_esock_enter(s, fd, 0);
+		if (!e)
+			return NULL;
+	}
+	return e;
+}
+
+/* The program closes fd, a descriptor of s, before the real close (no
+ * lock held).  While another descriptor keeps the socket open nothing
+ * changes but the number the engine uses.  The last one: the socket
+ * leaves the epoll sets; on its owner's thread its receive ends and its
+ * sends go first (the kind's close_own waits); on another thread's ring,
+ * that thread ends them when it next runs (woken).  What the engine held
+ * for the program goes (close_unread says first what that means to the
+ * peer), the socket is closing (fd -1), and it is freed once nothing of
+ * it is in flight: at once when it has no owner, else on the owner's ring
+ * (rs_esock_maybe_finish). */
+int rs_esock_close(struct rs_sock *s, int fd)
+{
+	struct rs_esock *e = rs_esock_enter(s, fd, 0);
+	if (!e)
+		return 0;
+	if (e->ops->close_waits_owner && !(e = close_wait_owner(s, fd, e)))
+		return 0;
+	if (e->ops->close_flush)
+		e->ops->close_flush(e);
+	if (atomic_load(&s->nfds) > 1) {
+		/* Another descriptor keeps the socket open; this number is
+		 * about to be the application's again (rs_esock_enter takes the
+		 * next caller's). */
+		if (e->fd == fd && e->mode == RS_ES_DETACHED && e->ops->close_fd_free(e))
+			e->fd = -1;
+		rs_esock_unlock(e);
+		return 0;
+	}
+	atomic_store(&s->eng, NULL);
+	struct rs_ring *r = e->owner;
+	rs_ep_sock_gone(e);
+	if (r && r == rs_ring_tls)
+		e->ops->close_own(r, e);
+	if (e->ops->close_unread)
+		e->ops->close_unread(r, e, fd);
+	if (r && r != rs_ring_tls)
+		rs_esock_detach_on(r, e); /* its owner cancels the receive next time it runs */
+	e->ops->drop_held(e);
+	e->closing = 1;
+	e->fd = -1; /* the number is the application's again */
+	if (e->drain) {
+		/* the job finishes by itself */
+		if (r)
+			rs_ring_draining_del(r, e);
+		rs_drain_release(e->drain);
+		e->drain = NULL;
+	}
+	struct rs_ring *held = held_ring;
+	if (!r) {
+		rs_mutex_unlock(&e->mu);
+		rs_esock_free(e);
+		return 0;
+	}
+	rs_esock_maybe_finish(r, e); /* may free e */
+	rs_ring_unlock(held);
+	return 0;
 }
 
 void rs_esock_detach_on(struct rs_ring *r, struct rs_esock *e)

@@ -177,15 +177,11 @@ void rs_tcp_direct_read(struct rs_ring *r, struct rs_tcp *t, size_t want, int no
 		end_direct(r, t);
 }
 
-/* Detached with nothing held: from now on the kernel serves it alone. */
+/* Detached with nothing held: from now on the kernel serves it alone
+ * (the core decides, with holds_nothing: tcp.c). */
 static void maybe_passive(struct rs_tcp *t)
 {
-	/* (an error a receive of ours took from the kernel is reported
-	 * first: the kernel no longer has it; so is one a fork left shared
-	 * with the bytes) */
-	if (t->e.mode == RS_ES_DETACHED && !rs_rxq_held(t) && !t->tx_cnt && !t->send_inflight && !t->e.drain &&
-	    !t->rx_err && !t->tx_err && rs_rxq_leftover_empty(t))
-		__atomic_store_n(&t->e.passive, 1, __ATOMIC_RELEASE);
+	rs_esock_maybe_passive(&t->e);
 }
 
 /* Reads go to the kernel and the engine holds nothing of this socket's
