@@ -354,7 +354,9 @@ void rs_buf_flush(struct rs_ring *r); /* advance the tail for the batch */
 
 /* ---- frag.c: send memory, zero-copy holds --------------------------------- */
 /* Carve len bytes (len <= chunk size) from the pool; *chunk gets the
- * chunk to release.  NULL when out of memory. */
+ * chunk to release.  When the allocator refuses a chunk, a slice of at
+ * most RS_FRAG_PAGE bytes gets a page's chunk instead; NULL when out of
+ * memory even so (or len is more than a page). */
 char *rs_frag_alloc(struct rs_frag_pool *p, uint32_t len, struct rs_chunk **chunk);
 /* The same from a socket's own cached chunk (*cache, created on first use);
  * NULL when it has no room left. */

@@ -409,6 +409,8 @@ static size_t queue_copy(struct rs_ring *r, struct rs_tcp *t, const struct iovec
 		} else {
 			k = want < r->frag.chunk_size ? (uint32_t)want : r->frag.chunk_size;
 			dst = rs_frag_alloc(&r->frag, k, &c);
+			if (!dst && k > RS_FRAG_PAGE) /* no large chunk: a page's worth */
+				dst = rs_frag_alloc(&r->frag, k = RS_FRAG_PAGE, &c);
 			if (!dst)
 				break;
 		}

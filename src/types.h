@@ -169,7 +169,8 @@ struct rs_ep;
  * goes is never freed (frag.c rs_frag_zc_orphan_all). */
 struct rs_chunk {
 	struct rs_chunk *next;  /* the pool's free list (while refs is 0) [lock] */
-	uint32_t size, used;    /* size: bytes of data[] (the pool's chunk_size);
+	uint32_t size, used;    /* size: bytes of data[] (the pool's chunk_size,
+				 * or RS_FRAG_PAGE: a fallback chunk);
 				 * used: bytes carved from its front (<= size; back
 				 * to 0 when every slice of the current or cached
 				 * chunk came back: reused in place) [lock] */
@@ -197,8 +198,13 @@ struct rs_frag_pool {
 	size_t live_chunks;     /* chunks allocated and not freed (count) [lock] */
 	uint32_t chunk_size;    /* bytes per chunk: 32768, or 4096 with
 				 * RINGSOCK_HIGH_ORDER_ALLOC_DISABLE=1 [set at ring
-				 * creation] */
+				 * creation].  A chunk of RS_FRAG_PAGE bytes
+				 * stands in for one the allocator refused (a
+				 * slice of at most a page): it is current or
+				 * holds slices, never on the free list (freed
+				 * when it falls free) */
 };
+#define RS_FRAG_PAGE 4096u     /* bytes of an order-0 chunk (the fallback) */
 /* The chunks a zero-copy send reads, held (one reference each) until the
  * kernel's notification that it no longer reads them: until then no slice
  * of them is carved again.  user_data RS_UD(hold, RS_UD_ZC); ring.c reaps
