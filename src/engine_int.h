@@ -29,7 +29,7 @@
 
 /* ==== 3. readiness and waiting ============================================ */
 
-/* ---- ep.c: epoll_ctl and epoll_wait ------------------------------------------ */
+/* ---- epctl.c, ep.c: epoll_ctl and epoll_wait ------------------------------- */
 /* (rs_ep_ctl, rs_ep_wait: api.h) */
 void rs_ep_demote_nested(int epfd);       /* epfd watched from outside */
 
