@@ -730,6 +730,7 @@ static void test_fork_child(void **state)
 	assert_true(pid >= 0);
 	if (pid == 0) {
 		unsigned nrecv = r->nrecv;
+		rs_ring_lock(r); /* (as fork's prepare handler holds every ring's) */
 		rs_esock_fork_child(e);
 		int bad = 0;
 		bad |= (e->mode != RS_ES_DETACHED) << 0;
