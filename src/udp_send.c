@@ -391,6 +391,28 @@ static void enqueue(struct rs_udp *u, struct rs_dgram *d)
 		rs_ring_txq_add(u->e.owner, &u->e);
 }
 
+/* A queued datagram: a copy of the program's len bytes (iov, n) and its
+ * destination (nn, nl bytes; 0: the connected peer); NULL: no memory. */
+static struct rs_dgram *dgram_new(const struct iovec *iov, int n, size_t len, const struct sockaddr_in6 *nn, int nl,
+				  unsigned gso_max)
+{
+	struct rs_dgram *d = malloc(sizeof(*d) + (len ? len : 1));
+	if (d) {
+		d->next = NULL;
+		d->len = (uint32_t)len;
+		d->namelen = (uint32_t)nl;
+		d->name = *nn;
+		d->gso_max = gso_max;
+		size_t off = 0;
+		for (int i = 0; i < n; i++) {
+			if (iov[i].iov_len)
+				memcpy(d->data + off, iov[i].iov_base, iov[i].iov_len);
+			off += iov[i].iov_len;
+		}
+	}
+	return d;
+}
+
 ssize_t rs_udp_send_call(struct rs_sock *s, int fd, const struct iovec *iov, int n, int flags, const void *name,
 			 socklen_t namelen)
 {
@@ -441,19 +463,8 @@ ssize_t rs_udp_send_call(struct rs_sock *s, int fd, const struct iovec *iov, int
 			rs_esock_unlock(e);
 			return -EAGAIN;
 		}
-		struct rs_dgram *d = malloc(sizeof(*d) + (len ? len : 1));
+		struct rs_dgram *d = dgram_new(iov, n, len, &nn, nl, gso_max);
 		if (d) {
-			d->next = NULL;
-			d->len = (uint32_t)len;
-			d->namelen = (uint32_t)nl;
-			d->name = nn;
-			d->gso_max = gso_max;
-			size_t off = 0;
-			for (int i = 0; i < n; i++) {
-				if (iov[i].iov_len)
-					memcpy(d->data + off, iov[i].iov_base, iov[i].iov_len);
-				off += iov[i].iov_len;
-			}
 			enqueue(u, d);
 			if (u->tx_cnt >= TXQ_MAX)
 				rs_udp_tx_flush(u, how);
