@@ -241,7 +241,7 @@ void rs_engine_before_close(struct rs_sock *s, int fd)
 		return;
 	struct rs_esock *e = atomic_load(&s->eng);
 	if (e)
-		e->ops->close(s, fd);
+		rs_esock_close(s, fd);
 	else if (s->regs && atomic_load(&s->nfds) <= 1)
 		rs_ep_forget_sock(s);
 }

@@ -29,7 +29,7 @@
 
 /* ==== 3. readiness and waiting ============================================ */
 
-/* ---- ep.c: epoll_ctl and epoll_wait ------------------------------------------ */
+/* ---- epctl.c, ep.c: epoll_ctl and epoll_wait ------------------------------- */
 /* (rs_ep_ctl, rs_ep_wait: api.h) */
 void rs_ep_demote_nested(int epfd);       /* epfd watched from outside */
 
@@ -83,6 +83,7 @@ extern const struct rs_kind_ops rs_udp_ops;
 /* Kinds are registered at start (engine.c): one per socket type. */
 void rs_esock_kind(int type, const struct rs_kind_ops *ops);
 int rs_esock_kind_known(int type); /* a kind serves sockets of this type */
+const struct rs_kind_ops *rs_esock_kind_of(int type); /* NULL: none */
 
 /* The socket's engine state with its lock held (release with
  * rs_esock_unlock), arming it on this thread's ring first if arm is set
@@ -170,6 +171,12 @@ void rs_esock_finalize_detach(struct rs_ring *r, struct rs_esock *e);
 void rs_esock_ring_gone(struct rs_ring *r, struct rs_esock *e);
 /* In a fork child: ARMED/DETACHING -> DETACHED, the parent's ring gone. */
 void rs_esock_fork_child(struct rs_esock *e);
+/* DETACHED -> passive once the kind holds nothing (locked). */
+void rs_esock_maybe_passive(struct rs_esock *e);
+/* The program closes fd (no lock held; engine.c rs_engine_before_close):
+ * the last descriptor makes the socket closing, freed once nothing of it
+ * is in flight.  Returns 0. */
+int rs_esock_close(struct rs_sock *s, int fd);
 /* Owner side: the socket leaves the engine for reason (counted), waits
  * until nothing of it is in flight (this thread's ring) or hands it to its
  * owner's (another thread's). */
@@ -183,17 +190,20 @@ void rs_esock_leave_all(struct rs_ring *r, int reason);
 void rs_esock_fork_prepare_detached(void); /* socks lock held across fork */
 void rs_esock_fork_release_detached(int child);
 
-/* (The calls of the preload layer on a record, and RS_PASS: api.h.)
- * The process's own connections (rs_sock_listening, rs_sock_to_self,
- * rs_sock_connected_self: api.h): rs_self_connect is set once it made one
- * [hint, set only]; rs_sock_self_peer says whether fd's local or peer port
- * is such a connection's (two system calls: ask once per socket). */
-extern int rs_self_connect;
-int rs_sock_self_peer(int fd);
+/* ---- sockcall.c: the program's calls through the kind's table ----------- */
+/* (The calls of the preload layer on a record, and RS_PASS: api.h.) */
 /* Bytes then an error: keep an asynchronous error for the next call. */
 void rs_keep_error(struct rs_sock *s, size_t done, ssize_t r);
 /* ... and take it (0: none). */
 int rs_kept_error(struct rs_sock *s);
+
+/* ---- selfconn.c: the process's connections with itself ------------------ */
+/* (rs_sock_listening, rs_sock_to_self, rs_sock_connected_self: api.h)
+ * rs_self_connect is set once it made one [hint, set only];
+ * rs_sock_self_peer says whether fd's local or peer port is such a
+ * connection's (two system calls: ask once per socket). */
+extern int rs_self_connect;
+int rs_sock_self_peer(int fd);
 
 /* ---- epreg.c: what the epoll sets know of engine sockets -------------------
  * Called by the socket core and the kinds with the socket's lock held
@@ -215,7 +225,7 @@ void rs_ep_fork_release(int child);
 
 /* ==== 6. per-thread engine ================================================ */
 
-/* ---- ring.c: the thread's io_uring and its work lists -------------------- */
+/* ---- ring.c: the thread's io_uring ---------------------------------------- */
 /* This thread's ring, created on first use; NULL if the engine is off or
  * the ring cannot be created (the reason is recorded once). */
 struct rs_ring *rs_ring_get(void);
@@ -278,6 +288,19 @@ void rs_ring_submit(struct rs_ring *r);
 void rs_ring_wake_arm(struct rs_ring *r);
 /* Mask or unmask the ring's eventfd around engine code. */
 void rs_ring_evfd_quiet(struct rs_ring *r, int quiet);
+/* The process-wide list of rings (all_next), for the lifecycle code:
+ * rs_rings_lock() guards it and returns its head (rs_rings(): the head,
+ * the lock held already); rs_ring_lock_live(r) locks r if its owner
+ * thread is alive (1), else leaves it unlocked (0). */
+struct rs_ring *rs_rings_lock(void);
+struct rs_ring *rs_rings(void);
+void rs_rings_unlock(void);
+int rs_rings_trylock(void);
+int rs_ring_lock_live(struct rs_ring *r);
+void rs_ring_teardown(struct rs_ring *r);  /* thread exit: no socket left */
+void rs_rings_after_fork_child(void);      /* every ring is the parent's */
+
+/* ---- ringlist.c: a ring's sockets and work lists --------------------------- */
 /* The ring's work lists (lock held; each socket at most once on each). */
 void rs_ring_own(struct rs_ring *r, struct rs_esock *e);    /* armed here */
 void rs_ring_disown(struct rs_ring *r, struct rs_esock *e); /* off owned */
@@ -291,17 +314,6 @@ void rs_ring_forget(struct rs_ring *r, struct rs_esock *e); /* off every work li
 struct rs_esock *rs_ring_txq_take(struct rs_ring *r);
 /* Wake r's owner (it may sleep in a wait with the ring's eventfd). */
 void rs_ring_kick(struct rs_ring *r);
-/* The process-wide list of rings (all_next), for the lifecycle code:
- * rs_rings_lock() guards it and returns its head (rs_rings(): the head,
- * the lock held already); rs_ring_lock_live(r) locks r if its owner
- * thread is alive (1), else leaves it unlocked (0). */
-struct rs_ring *rs_rings_lock(void);
-struct rs_ring *rs_rings(void);
-void rs_rings_unlock(void);
-int rs_rings_trylock(void);
-int rs_ring_lock_live(struct rs_ring *r);
-void rs_ring_teardown(struct rs_ring *r);  /* thread exit: no socket left */
-void rs_rings_after_fork_child(void);      /* every ring is the parent's */
 
 /* ---- ringpoll.c: one-shot polls through the ring ---------------------------- */
 /* A one-shot poll for input on fd (an epoll set, known by key) through
@@ -348,7 +360,9 @@ void rs_buf_flush(struct rs_ring *r); /* advance the tail for the batch */
 
 /* ---- frag.c: send memory, zero-copy holds --------------------------------- */
 /* Carve len bytes (len <= chunk size) from the pool; *chunk gets the
- * chunk to release.  NULL when out of memory. */
+ * chunk to release.  When the allocator refuses a chunk, a slice of at
+ * most RS_FRAG_PAGE bytes gets a page's chunk instead; NULL when out of
+ * memory even so (or len is more than a page). */
 char *rs_frag_alloc(struct rs_frag_pool *p, uint32_t len, struct rs_chunk **chunk);
 /* The same from a socket's own cached chunk (*cache, created on first use);
  * NULL when it has no room left. */

@@ -1,5 +1,5 @@
-/* ep_int.h - shared by epreg.c (registrations) and ep.c (epoll_ctl and
- * epoll_wait).  Locks: a socket's list of registrations (s->regs) is
+/* ep_int.h - shared by epreg.c (registrations), epctl.c (epoll_ctl) and
+ * ep.c (epoll_wait).  Locks: a socket's list of registrations (s->regs) is
  * changed holding both its lock and rs_ep_ctl_lock, and walked holding
  * either (the engine's notices: the socket's lock).  rs_ep_ctl_lock guards
  * the rest of the registrations (s->regs, a
@@ -72,7 +72,7 @@ long rs_epr_ctl(struct rs_epreg *g, int op, uint32_t events); /* ADD/MOD, cookie
 int rs_epr_sync(struct rs_epreg *g);  /* the kernel watches what it should (1: MOD) */
 int rs_epr_engine_mode(struct rs_sock *s); /* armed on the engine */
 void rs_epr_ring_in(struct rs_ep *ep, struct rs_ring *r); /* r's eventfd wakes ep's waits */
-/* Closing a set (ep.c rs_ep_close). */
+/* Closing a set (epctl.c rs_ep_close). */
 struct rs_ep *rs_epr_detach_set(int epfd);
 void rs_epr_drop_fd(struct rs_ep *ep, int fd, struct rs_sock *s); /* ctl + s's lock */
 void rs_epr_free_set(struct rs_ep *ep);

@@ -10,6 +10,9 @@
  * with RINGSOCK_RECLAIM=per-op every chunk goes back as soon as it falls
  * free (memory as small as possible, the behaviour the coalesced default
  * is measured against).
+ * When the allocator refuses a chunk, a slice of at most a page gets a
+ * chunk of its own of one page (order 0, as the kernel's page_frag falls
+ * back to), freed as soon as its slices are back.
  * The pool belongs to one ring and is used under its lock.
  *
  * Zero-copy sends hold their chunks (struct rs_frag_hold) until the kernel
@@ -62,17 +65,46 @@ static struct rs_chunk *chunk_new(struct rs_frag_pool *p, uint32_t size)
 	return c;
 }
 
+/* A single page's chunk (order 0) stands in for a large one the allocator
+ * refused: it goes back to the OS as soon as it falls free, never to the
+ * free list (which holds chunk_size chunks only, reused for any slice). */
+static int order0_fallback(const struct rs_frag_pool *p, const struct rs_chunk *c)
+{
+	return c->size != p->chunk_size;
+}
+
+static void order0_free(struct rs_frag_pool *p, struct rs_chunk *c)
+{
+	p->live_chunks--;
+	rs_stat_add(RS_C_FRAG_CHUNKS, (uint64_t)-1); /* live count */
+	free(c);
+}
+
+/* A new current chunk: the pool's chunk size, or, when the allocator
+ * refuses that and the slice fits a page, a page (RS_FRAG_PAGE). */
+static struct rs_chunk *cur_new(struct rs_frag_pool *p, uint32_t len)
+{
+	struct rs_chunk *c = chunk_new(p, p->chunk_size);
+	if (!c && p->chunk_size > RS_FRAG_PAGE && len <= RS_FRAG_PAGE)
+		c = chunk_new(p, RS_FRAG_PAGE);
+	return c;
+}
+
 char *rs_frag_alloc(struct rs_frag_pool *p, uint32_t len, struct rs_chunk **chunk)
 {
 	struct rs_chunk *c = p->cur;
 	if (!c || c->size - c->used < len) {
 		if (c && --c->refs == 0) {
 			/* No slice of the old current chunk is alive. */
-			c->next = p->free;
-			p->free = c;
-			p->free_bytes += c->size;
+			if (order0_fallback(p, c)) {
+				order0_free(p, c);
+			} else {
+				c->next = p->free;
+				p->free = c;
+				p->free_bytes += c->size;
+			}
 		}
-		c = chunk_new(p, p->chunk_size);
+		c = cur_new(p, len);
 		if (!c) {
 			p->cur = NULL;
 			return NULL;
@@ -129,6 +161,10 @@ void rs_frag_release(struct rs_frag_pool *p, struct rs_chunk *c)
 		return;
 	}
 	/* Not current (the pool holds a reference on the current one). */
+	if (order0_fallback(p, c)) {
+		order0_free(p, c);
+		return;
+	}
 	c->next = p->free;
 	p->free = c;
 	p->free_bytes += c->size;

@@ -2,9 +2,11 @@
  *
  * Locking and entering a socket (its owner ring's lock while it is owned,
  * its own mutex after), arming through the kind registered for the
- * socket's type, detaching (by the owner, or by another thread that holds
- * the owner's lock and hands the rest to it), the list of every engine
- * socket that fork walks, pass-through reasons, and freeing.  The states
+ * socket's type, every change of a socket's state (detaching by the owner,
+ * or by another thread that holds the owner's lock and hands the rest to
+ * it; finishing a detach; passive; close; thread exit; the fork child),
+ * calling the kind's hooks for what only it knows, the list of every
+ * engine socket that fork walks, pass-through reasons, and freeing.  The states
  * and which lock guards which field: types.h, struct rs_esock.
  */
 #include <errno.h>
@@ -29,6 +31,12 @@ static const struct rs_kind_ops *kinds[2]; /* SOCK_STREAM, SOCK_DGRAM */
 static const struct rs_kind_ops **kind_slot(int type)
 {
 	return type == SOCK_STREAM ? &kinds[0] : type == SOCK_DGRAM ? &kinds[1] : NULL;
+}
+
+const struct rs_kind_ops *rs_esock_kind_of(int type)
+{
+	const struct rs_kind_ops **k = kind_slot(type);
+	return k ? *k : NULL;
 }
 
 int rs_esock_kind_known(int type)
@@ -343,6 +351,95 @@ void rs_esock_fork_child(struct rs_esock *e)
 	rs_sock_count_passthrough(e->sock, RINGSOCK_PT_FORK);
 }
 
+/* Detached and holding nothing for the program (the kind says what that
+ * is): from now on the kernel serves it alone (the passive flag, set for
+ * good). */
+void rs_esock_maybe_passive(struct rs_esock *e)
+{
+	if (e->mode == RS_ES_DETACHED && !e->passive && e->ops->holds_nothing(e))
+		__atomic_store_n(&e->passive, 1, __ATOMIC_RELEASE);
+}
+
+/* A kind that waits at close for a sleeping owner (close_waits_owner):
+ * the socket is served by another thread's ring, whose receive holds the
+ * file (and so the port) until that thread cancels it: entering handed
+ * the socket over and woke it.  If it sleeps in its ring, it does so at
+ * once; wait for that (up to a second), so the port is free when close
+ * returns, as without us.  (A thread blocked elsewhere cancels when it
+ * next runs.)  Returns e entered again, or NULL (gone meanwhile). */
+static struct rs_esock *close_wait_owner(struct rs_sock *s, int fd, struct rs_esock *e)
+{
+	for (int i = 0; i < 20000 && atomic_load(&s->nfds) == 1; i++) {
+		struct rs_ring *o = e->owner;
+		if (!o || o == rs_ring_tls || !e->recv_armed || !RS_LOAD(o->sleeping))
+			break;
+		rs_esock_unlock(e);
+		rs_sys_nap(50000);
+		e = rs_esock_enter(s, fd, 0);
+		if (!e)
+			return NULL;
+	}
+	return e;
+}
+
+/* The program closes fd, a descriptor of s, before the real close (no
+ * lock held).  While another descriptor keeps the socket open nothing
+ * changes but the number the engine uses.  The last one: the socket
+ * leaves the epoll sets; on its owner's thread its receive ends and its
+ * sends go first (the kind's close_own waits); on another thread's ring,
+ * that thread ends them when it next runs (woken).  What the engine held
+ * for the program goes (close_unread says first what that means to the
+ * peer), the socket is closing (fd -1), and it is freed once nothing of
+ * it is in flight: at once when it has no owner, else on the owner's ring
+ * (rs_esock_maybe_finish). */
+int rs_esock_close(struct rs_sock *s, int fd)
+{
+	struct rs_esock *e = rs_esock_enter(s, fd, 0);
+	if (!e)
+		return 0;
+	if (e->ops->close_waits_owner && !(e = close_wait_owner(s, fd, e)))
+		return 0;
+	if (e->ops->close_flush)
+		e->ops->close_flush(e);
+	if (atomic_load(&s->nfds) > 1) {
+		/* Another descriptor keeps the socket open; this number is
+		 * about to be the application's again (rs_esock_enter takes the
+		 * next caller's). */
+		if (e->fd == fd && e->mode == RS_ES_DETACHED && e->ops->close_fd_free(e))
+			e->fd = -1;
+		rs_esock_unlock(e);
+		return 0;
+	}
+	atomic_store(&s->eng, NULL);
+	struct rs_ring *r = e->owner;
+	rs_ep_sock_gone(e);
+	if (r && r == rs_ring_tls)
+		e->ops->close_own(r, e);
+	if (e->ops->close_unread)
+		e->ops->close_unread(r, e, fd);
+	if (r && r != rs_ring_tls)
+		rs_esock_detach_on(r, e); /* its owner cancels the receive next time it runs */
+	e->ops->drop_held(e);
+	e->closing = 1;
+	e->fd = -1; /* the number is the application's again */
+	if (e->drain) {
+		/* the job finishes by itself */
+		if (r)
+			rs_ring_draining_del(r, e);
+		rs_drain_release(e->drain);
+		e->drain = NULL;
+	}
+	struct rs_ring *held = held_ring;
+	if (!r) {
+		rs_mutex_unlock(&e->mu);
+		rs_esock_free(e);
+		return 0;
+	}
+	rs_esock_maybe_finish(r, e); /* may free e */
+	rs_ring_unlock(held);
+	return 0;
+}
+
 void rs_esock_detach_on(struct rs_ring *r, struct rs_esock *e)
 {
 	rs_ring_detach_add(r, e);
@@ -527,252 +624,4 @@ int rs_esock_writable(struct rs_esock *e)
 	int w = e->mode == RS_ES_ARMED && (e->ops->readiness(e) & EPOLLOUT);
 	rs_esock_unlock(e);
 	return w;
-}
-
-/* ---- calls the kernel makes ------------------------------------------------------ */
-
-void rs_sock_before_kernel(struct rs_sock *s, int fd, int detach_reason)
-{
-	struct rs_esock *e = rs_esock_enter(s, fd, 0);
-	if (!e)
-		return;
-	if (detach_reason >= 0 && e->mode == RS_ES_ARMED)
-		rs_esock_detach_self(e, detach_reason);
-	else
-		e->ops->sync_tx(e);
-	rs_esock_unlock(e);
-}
-
-/* ---- errors kept for the next call --------------------------------------------- */
-
-/* A blocking call that moved bytes then met an error (a reset) returns
- * the bytes; the kernel keeps such an error for the next call, but our
- * continuation's own kernel call has taken it: keep it for that call. */
-void rs_keep_error(struct rs_sock *s, size_t done, ssize_t r)
-{
-	if (!done || r >= 0)
-		return;
-	switch (-r) { /* the socket's pending (asynchronous) errors only */
-	case ECONNRESET: case ETIMEDOUT: case ECONNREFUSED: case EHOSTUNREACH:
-	case ENETUNREACH: case ENETDOWN: case EHOSTDOWN:
-		__atomic_store_n(&s->err_kept, (int)-r, __ATOMIC_RELAXED);
-	}
-}
-
-/* The error keep_error kept, for this call (0: none). */
-int rs_kept_error(struct rs_sock *s)
-{
-	if (!__atomic_load_n(&s->err_kept, __ATOMIC_RELAXED))
-		return 0;
-	return __atomic_exchange_n(&s->err_kept, 0, __ATOMIC_RELAXED);
-}
-
-/* ---- the program's calls, through the kind ------------------------------------ */
-
-static const struct rs_kind_ops *kind_of(struct rs_sock *s)
-{
-	const struct rs_kind_ops **k = kind_slot(s->type);
-	return k ? *k : NULL;
-}
-
-ssize_t rs_sock_recv(struct rs_sock *s, int fd, const struct iovec *iov, int n, int flags,
-		     struct rs_dgram_from *f)
-{
-	const struct rs_kind_ops *k = kind_of(s);
-	flags &= ~MSG_CMSG_CLOEXEC; /* (what the engine holds carries no control messages) */
-	ssize_t r = k ? k->recv_call(s, fd, iov, n, flags, f) : RS_PASS;
-	if (r == RS_PASS)
-		rs_ring_flush_own_tx(); /* (the kernel's read: it may wait) */
-	return r;
-}
-
-ssize_t rs_sock_send(struct rs_sock *s, int fd, const struct rs_send *m)
-{
-	const struct rs_kind_ops *k = kind_of(s);
-	ssize_t r = k ? k->send_call(s, fd, m) : RS_PASS;
-	if (r == RS_PASS)
-		rs_ring_flush_own_tx();
-	return r;
-}
-
-int rs_sock_recvmmsg(struct rs_sock *s, int fd, struct mmsghdr *vec, unsigned vlen, int flags,
-		     struct timespec *tmo)
-{
-	const struct rs_kind_ops *k = kind_of(s);
-	if (!k || !k->recvmmsg_call || !vec) {
-		rs_sock_before_kernel(s, fd, RINGSOCK_PT_OPTION);
-		return (int)RS_PASS;
-	}
-	int r = k->recvmmsg_call(s, fd, vec, vlen, flags, tmo);
-	if (r == (int)RS_PASS)
-		rs_ring_flush_own_tx();
-	return r;
-}
-
-void rs_sock_after_send(struct rs_sock *s, int fd, ssize_t r, int err, const void *name, socklen_t namelen)
-{
-	const struct rs_kind_ops *k = kind_of(s);
-	if (k && k->after_send && atomic_load_explicit(&s->eng, memory_order_relaxed))
-		k->after_send(s, fd, r, err, name, namelen);
-}
-
-void rs_sock_before_connect(struct rs_sock *s, int fd)
-{
-	const struct rs_kind_ops *k = kind_of(s);
-	if (k && k->before_connect)
-		k->before_connect(s, fd);
-}
-
-int rs_sock_fionread(struct rs_sock *s, int fd, int *out)
-{
-	struct rs_esock *e = rs_esock_enter(s, fd, 0);
-	if (!e)
-		return (int)RS_PASS;
-	int r = rs_esock_passive(e) ? (int)RS_PASS : e->ops->fionread(e, out);
-	rs_esock_unlock(e);
-	return r;
-}
-
-size_t rs_sock_held(struct rs_sock *s, int fd)
-{
-	struct rs_esock *e = rs_esock_enter(s, fd, 0);
-	if (!e)
-		return 0;
-	size_t n = rs_esock_passive(e) ? 0 : e->ops->held(e);
-	rs_esock_unlock(e);
-	return n;
-}
-
-int rs_sock_so_error(struct rs_sock *s, int fd)
-{
-	struct rs_esock *e = rs_esock_enter(s, fd, 0);
-	if (!e)
-		return 0;
-	/* (first an error a call kept for the next one) */
-	int err = rs_kept_error(s);
-	if (!err && !rs_esock_passive(e))
-		err = e->ops->so_error(e);
-	rs_esock_unlock(e);
-	return err;
-}
-
-int rs_sock_shutdown(struct rs_sock *s, int fd, int how)
-{
-	struct rs_esock *e = rs_esock_enter(s, fd, 0);
-	if (!e)
-		return (int)RS_PASS;
-	int r = rs_esock_passive(e) ? (int)RS_PASS : e->ops->shutdown(e, how);
-	rs_esock_unlock(e);
-	return r;
-}
-
-/* The program set SO_RCVLOWAT (the kernel took it). */
-void rs_sock_lowat_set(struct rs_sock *s, int fd)
-{
-	struct rs_esock *e = rs_esock_enter(s, fd, 0);
-	if (!e)
-		return;
-	if (e->ops->lowat_set && !rs_esock_passive(e))
-		e->ops->lowat_set(e);
-	rs_esock_unlock(e);
-}
-
-int rs_sock_kernel_lowat(struct rs_sock *s, int lowat)
-{
-	struct rs_esock *e = atomic_load_explicit(&s->eng, memory_order_acquire);
-	return e && e->ops->kernel_lowat ? e->ops->kernel_lowat(e, lowat) : lowat;
-}
-
-/* ---- connections with itself ---------------------------------------------
- * The ports the process's TCP listeners are bound to, and the local ports
- * of the sockets it connected to one of them (any address: the listener
- * may be bound to it).  A socket whose local or peer port is one of the
- * latter may be talking to this very process.  When the listeners' table
- * is full, every socket may be (looking costs a little, never looking
- * would miss one). */
-#define LISTEN_PORTS 64
-static _Atomic uint16_t listen_ports[LISTEN_PORTS];
-static int listen_overflow; /* [hint, set only] */
-static _Atomic unsigned long self_ports[65536 / (8 * sizeof(unsigned long))];
-int rs_self_connect;
-
-static uint16_t port_of(const struct sockaddr *a, socklen_t len)
-{
-	if (a->sa_family == AF_INET && len >= sizeof(struct sockaddr_in))
-		return ntohs(((const struct sockaddr_in *)a)->sin_port);
-	if (a->sa_family == AF_INET6 && len >= sizeof(struct sockaddr_in6))
-		return ntohs(((const struct sockaddr_in6 *)a)->sin6_port);
-	return 0;
-}
-
-static uint16_t fd_port(int fd, int peer)
-{
-	struct sockaddr_storage ss;
-	socklen_t len = sizeof(ss);
-	if (rs_syscall(peer ? SYS_getpeername : SYS_getsockname, fd, &ss, &len) < 0)
-		return 0;
-	return port_of((struct sockaddr *)&ss, len);
-}
-
-void rs_sock_listening(struct rs_sock *s, int fd)
-{
-	if (s->type != SOCK_STREAM)
-		return;
-	uint16_t port = fd_port(fd, 0);
-	if (!port)
-		return;
-	for (int i = 0; i < LISTEN_PORTS; i++) {
-		uint16_t expect = 0;
-		if (atomic_load(&listen_ports[i]) == port ||
-		    atomic_compare_exchange_strong(&listen_ports[i], &expect, port))
-			return;
-	}
-	RS_STORE(listen_overflow, 1);
-}
-
-int rs_sock_to_self(struct rs_sock *s, const struct sockaddr *to, socklen_t len)
-{
-	uint16_t port = to && s->type == SOCK_STREAM ? port_of(to, len) : 0;
-	if (!port)
-		return 0;
-	if (RS_LOAD(listen_overflow))
-		return 1;
-	for (int i = 0; i < LISTEN_PORTS; i++) {
-		uint16_t p = atomic_load(&listen_ports[i]);
-		if (!p)
-			return 0;
-		if (p == port)
-			return 1;
-	}
-	return 0;
-}
-
-void rs_sock_connected_self(int fd)
-{
-	uint16_t port = fd_port(fd, 0);
-	if (!port)
-		return;
-	const unsigned w = 8 * sizeof(unsigned long);
-	atomic_fetch_or(&self_ports[port / w], 1UL << (port % w));
-	RS_STORE(rs_self_connect, 1);
-}
-
-int rs_sock_self_peer(int fd)
-{
-	if (RS_LOAD(listen_overflow))
-		return 1;
-	const unsigned w = 8 * sizeof(unsigned long);
-	for (int peer = 0; peer < 2; peer++) {
-		uint16_t port = fd_port(fd, peer);
-		if (port && (atomic_load(&self_ports[port / w]) >> (port % w)) & 1)
-			return 1;
-	}
-	return 0;
-}
-
-void rs_sock_urgent(struct rs_sock *s, int fd)
-{
-	s->urgent = 1;
-	rs_sock_before_kernel(s, fd, RINGSOCK_PT_URGENT);
-	rs_sock_passthrough(s, RINGSOCK_PT_URGENT);
 }

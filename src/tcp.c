@@ -1,7 +1,7 @@
 /* tcp.c - stream sockets on the engine: the policy, and the kind's
- * operations table (arming, completions, readiness, shutdown, close,
- * detaching, thread exit, fork).  The receive path is in tcp_recv.c, the
- * send path in tcp_send.c.
+ * operations table (arming, completions, readiness, shutdown, and the
+ * hooks the core's close, detach, thread exit and fork call).  The
+ * receive path is in tcp_recv.c, the send path in tcp_send.c.
  *
  * A socket is armed (arm) once it is connected and reachable through one
  * descriptor; its receive and send completions come back here (complete)
@@ -370,32 +370,32 @@ static void end_now(struct rs_tcp *t, int fd, int unread)
 	}
 }
 
-static int close_sock(struct rs_sock *s, int fd)
+/* close, another descriptor still open (fd is e's): the number can be
+ * let go unless a send still writes through it (in flight, or the drain
+ * job's). */
+static int close_fd_free(struct rs_esock *e)
 {
-	struct rs_esock *e = rs_esock_enter(s, fd, 0);
-	if (!e)
-		return 0;
 	struct rs_tcp *t = rs_tcp_of(e);
-	if (atomic_load(&s->nfds) > 1) {
-		/* Another descriptor keeps the socket open; this number is
-		 * about to be the application's again (rs_esock_enter takes the
-		 * next caller's). */
-		if (t->e.fd == fd && t->e.mode == RS_ES_DETACHED && !t->e.drain && !t->send_inflight)
-			t->e.fd = -1;
-		rs_esock_unlock(e);
-		return 0;
-	}
-	atomic_store(&s->eng, NULL);
-	struct rs_ring *r = t->e.owner;
-	rs_ep_sock_gone(e);
-	if (r && r == rs_ring_tls) {
-		/* Queued sends go to the kernel, or to the drain thread, which
-		 * holds the file until they are out. */
-		rs_tcp_submit_tx(r, t);
-		t->rx_stop = 1;
-		rs_tcp_cancel_recv(r, t);
-		rs_ring_wait(r, gone_cond, t, -1);
-	}
+	return !t->e.drain && !t->send_inflight;
+}
+
+/* close on the owner's thread (r locked): queued sends go to the kernel,
+ * or to the drain thread, which holds the file until they are out; the
+ * receive ends (never armed again); wait for both. */
+static void close_own(struct rs_ring *r, struct rs_esock *e)
+{
+	struct rs_tcp *t = rs_tcp_of(e);
+	rs_tcp_submit_tx(r, t);
+	t->rx_stop = 1;
+	rs_tcp_cancel_recv(r, t);
+	rs_ring_wait(r, gone_cond, t, -1);
+}
+
+/* close, the last descriptor (fd), what the engine still holds unread
+ * means to the peer (r: the owner's ring, or NULL). */
+static void close_unread(struct rs_ring *r, struct rs_esock *e, int fd)
+{
+	struct rs_tcp *t = rs_tcp_of(e);
 	int unread = rs_rxq_held(t) || t->rx_cnt;
 	if (unread && t->e.sock->born_pid == rs_rt.pid) {
 		/* Unread data: the kernel answers close with a reset.  (Not in
@@ -408,27 +408,24 @@ static int close_sock(struct rs_sock *s, int fd)
 		/* Another thread's ring: it cancels the receive next time it
 		 * runs; the socket is released then, the connection now. */
 		end_now(t, t->e.fd >= 0 ? t->e.fd : fd, unread);
-		rs_esock_detach_on(r, e);
 	}
-	rs_rxq_drop_all(t); /* (detached: heap copies, and ring buffers kept after a failed copy) */
-	t->e.closing = 1;
-	t->e.fd = -1; /* the number is the application's again */
-	if (t->e.drain) {
-		/* the job finishes by itself */
-		if (r)
-			rs_ring_draining_del(r, e);
-		rs_drain_release(t->e.drain);
-		t->e.drain = NULL;
-	}
-	struct rs_ring *held = rs_esock_held_ring();
-	if (!r) {
-		rs_mutex_unlock(&t->e.mu);
-		rs_esock_free(e);
-		return 0;
-	}
-	rs_esock_maybe_finish(r, &t->e); /* may free t */
-	rs_ring_unlock(held);
-	return 0;
+}
+
+/* close: what the engine held for the program goes (detached: heap
+ * copies, and ring buffers kept after a failed copy). */
+static void drop_held(struct rs_esock *e)
+{
+	rs_rxq_drop_all(rs_tcp_of(e));
+}
+
+/* Detached with nothing held, nothing to send: the kernel's alone.  (An
+ * error a receive of ours took from the kernel is reported first: the
+ * kernel no longer has it; so is one a fork left shared with the bytes.) */
+static int holds_nothing(struct rs_esock *e)
+{
+	struct rs_tcp *t = rs_tcp_of(e);
+	return !rs_rxq_held(t) && !t->tx_cnt && !t->send_inflight && !t->e.drain && !t->rx_err && !t->tx_err &&
+	       rs_rxq_leftover_empty(t);
 }
 
 /* ---- thread exit, fork ------------------------------------------------------- */
@@ -653,7 +650,11 @@ const struct rs_kind_ops rs_tcp_ops = {
 	.tx_pending = tx_pending,
 	.flush_direct = flush_direct,
 	.sync_tx = sync_tx,
-	.close = close_sock,
+	.close_fd_free = close_fd_free,
+	.close_own = close_own,
+	.close_unread = close_unread,
+	.drop_held = drop_held,
+	.holds_nothing = holds_nothing,
 	.destroy = destroy,
 	.readiness = readiness,
 	.held_events = held_events,

@@ -1,9 +1,11 @@
 /* tcp_int.h - inside the stream-socket files: the TCP socket (struct
  * rs_tcp), the calls between tcp.c (policy: arming, completions,
- * readiness, shutdown, close, detaching, fork), tcp_recv.c (the receive
- * path), tcp_send.c (the send path), tcpq.c (the queues and the errors
- * kept with them) and block.c (blocking calls).  Layers: tcp.c calls
- * tcp_recv.c and tcp_send.c, which call tcpq.c and block.c; never back up.
+ * readiness, shutdown, the hooks of close, detaching, fork), tcp_recv.c
+ * (the receive path), tcp_send.c (the send family, queuing), tcp_flush.c
+ * (submitting the queue, the drain hand-over, send completions), tcpq.c
+ * (the queues and the errors kept with them) and block.c (blocking
+ * calls).  Layers: tcp.c calls tcp_recv.c and tcp_send.c, tcp_send.c calls
+ * tcp_flush.c, and they call tcpq.c and block.c; never back up.
  * Every function here runs with the socket's lock held (rs_esock_enter). */
 #ifndef RS_TCP_INT_H
 #define RS_TCP_INT_H
@@ -144,7 +146,7 @@ void rs_tcp_direct_read(struct rs_ring *r, struct rs_tcp *t, size_t want, int no
 /* The recv family: -errno or bytes.  flags are MSG_* flags. */
 ssize_t rs_tcp_recv(struct rs_tcp *t, const struct iovec *iov, int iovcnt, int flags);
 
-/* ---- tcp_send.c: the send path ---------------------------------------------- */
+/* ---- tcp_send.c, tcp_flush.c: the send path ---------------------------------- */
 void rs_tcp_submit_tx(struct rs_ring *r, struct rs_tcp *t);
 void rs_tcp_send_done(struct rs_ring *r, struct rs_tcp *t, struct io_uring_cqe *c);
 ssize_t rs_tcp_send(struct rs_tcp *t, const struct iovec *iov, int iovcnt, int flags);

@@ -177,15 +177,11 @@ void rs_tcp_direct_read(struct rs_ring *r, struct rs_tcp *t, size_t want, int no
 		end_direct(r, t);
 }
 
-/* Detached with nothing held: from now on the kernel serves it alone. */
+/* Detached with nothing held: from now on the kernel serves it alone
+ * (the core decides, with holds_nothing: tcp.c). */
 static void maybe_passive(struct rs_tcp *t)
 {
-	/* (an error a receive of ours took from the kernel is reported
-	 * first: the kernel no longer has it; so is one a fork left shared
-	 * with the bytes) */
-	if (t->e.mode == RS_ES_DETACHED && !rs_rxq_held(t) && !t->tx_cnt && !t->send_inflight && !t->e.drain &&
-	    !t->rx_err && !t->tx_err && rs_rxq_leftover_empty(t))
-		__atomic_store_n(&t->e.passive, 1, __ATOMIC_RELEASE);
+	rs_esock_maybe_passive(&t->e);
 }
 
 /* Reads go to the kernel and the engine holds nothing of this socket's
@@ -230,6 +226,112 @@ static void note_recv(struct rs_sock *s)
 	RS_STORE(s->tx_run, 0);
 }
 
+/* One read of the call (t entered): from the engine's queue, or, for a
+ * blocking call with nothing in hand (kernel_first) when the kernel has
+ * all the input, the kernel's read without waiting (-EAGAIN: it waits,
+ * in rs_tcp_recv_call). */
+static ssize_t read_once(struct rs_tcp *t, struct iov_cur *cur, size_t want, int flags, int kernel_first)
+{
+	ssize_t r;
+	if (kernel_first && kernel_reader(t)) {
+		r = -EAGAIN; /* the kernel has it all: it waits, below */
+		if (!(flags & MSG_PEEK)) {
+			rs_tcp_direct_read(t->e.owner, t, want, 0, 0);
+			if (!t->rx_direct) /* (back to the engine's receive) */
+				r = rs_tcp_recv(t, cur->v, cur->n, flags);
+		}
+	} else {
+		r = rs_tcp_recv(t, cur->v, cur->n, flags);
+		if (r > 0 && !t->rx_direct && rs_ring_tls && t->e.owner == rs_ring_tls &&
+		    RS_LOAD(rs_ring_tls->alone) && t->e.mode == RS_ES_ARMED && !(flags & MSG_PEEK))
+			/* Its thread serves one socket per wake-up: nothing
+			 * for the ring to batch; the kernel's reads and sends
+			 * cost less (ep.c count_wake says when this ends). */
+			rs_tcp_go_direct(rs_ring_tls, t, RS_DIRECT_ALONE);
+	}
+	return r;
+}
+
+/* What a blocking call keeps across its rounds (rs_tcp_recv_call). */
+struct recv_call {
+	struct rs_sock *s;
+	int fd;
+	const struct iovec *iov; /* the caller's */
+	int n, flags, waitall;
+	size_t want;             /* bytes asked for (all of iov) */
+	int64_t deadline;
+};
+
+/* The call waits and the kernel has the data (a bulk reader, a socket
+ * open in another process too): it waits, with its own timeout and signal
+ * rules, after our queued sends have gone.  t entered; returns with it
+ * unlocked: 1 when the call ends with *r, 0 to look again (*done, *stop
+ * and cur as the loop keeps them). */
+static int kernel_waits(const struct recv_call *c, struct rs_tcp *t, struct iov_cur *cur, size_t *done,
+			int *stop, ssize_t *r)
+{
+	if (rs_ring_has_work(t->e.owner)) {
+		rs_ring_progress(t->e.owner);
+		rs_esock_unlock(&t->e);
+		return 0;
+	}
+	rs_esock_unlock(&t->e);
+	if (*done) {
+		/* MSG_WAITALL with bytes in hand: a new kernel read
+		 * would start from nothing, and a signal with
+		 * SA_RESTART would restart it rather than end it
+		 * with those bytes, as the one call without us
+		 * does.  Wait for input here instead. */
+		*stop = rs_block_on_fd(c->fd, POLLIN, c->deadline, 1);
+		return 0;
+	}
+	struct msghdr m = { .msg_iov = cur->v, .msg_iovlen = (size_t)cur->n };
+	rs_sig_clear();
+	*r = rs_blocking_syscall(SYS_recvmsg, c->fd, (long)&m, c->flags, 0, 0, 0);
+	if (*r > 0) {
+		note_recv(c->s);
+		rs_stat_add(RS_C_DIRECT, 1);
+	}
+	if (*r > 0 && c->waitall && *done + (size_t)*r < c->want && rs_short_by_ring(c->deadline) &&
+	    !(c->s->urgent && at_mark(c->fd))) {
+		*done += (size_t)*r;
+		if (rs_iov_cur_skip(cur, c->iov, c->n, (size_t)*r) < 0)
+			return 1;
+		return 0;
+	}
+	return 1;
+}
+
+/* Bytes in hand and the socket handed to the kernel meanwhile: the rest
+ * from the kernel, waited for here (cur and *done as the call keeps
+ * them).  Returns the call's last result. */
+static ssize_t rest_from_kernel(const struct recv_call *c, struct iov_cur *cur, size_t *done)
+{
+	ssize_t r = RS_PASS;
+	while (r == RS_PASS && *done) {
+		/* The rest from the kernel (handed over meanwhile), waited for
+		 * here: a blocking kernel read would be restarted by an
+		 * SA_RESTART signal, where the one call without us returns
+		 * the bytes it has. */
+		if (error_next(c->fd))
+			break; /* (the bytes now; the error stays the socket's) */
+		struct msghdr m = { .msg_iov = cur->v, .msg_iovlen = (size_t)cur->n };
+		r = rs_syscall(SYS_recvmsg, c->fd, &m, c->flags | MSG_DONTWAIT);
+		if (r > 0 && *done + (size_t)r < c->want && !(c->s->urgent && at_mark(c->fd))) {
+			*done += (size_t)r;
+			if (rs_iov_cur_skip(cur, c->iov, c->n, (size_t)r) < 0)
+				break;
+			r = RS_PASS;
+			continue;
+		}
+		if (r == -EAGAIN) {
+			int e = rs_block_on_fd(c->fd, POLLIN, c->deadline, 1);
+			r = e ? e : RS_PASS;
+		}
+	}
+	return r;
+}
+
 ssize_t rs_tcp_recv_call(struct rs_sock *s, int fd, const struct iovec *iov, int n, int flags)
 {
 	if (flags & MSG_OOB) {
@@ -257,22 +359,7 @@ ssize_t rs_tcp_recv_call(struct rs_sock *s, int fd, const struct iovec *iov, int
 			r = RS_PASS;
 			break;
 		}
-		if (block && !stop && !done && kernel_reader(t)) {
-			r = -EAGAIN; /* the kernel has it all: it waits, below */
-			if (!(flags & MSG_PEEK)) {
-				rs_tcp_direct_read(t->e.owner, t, want, 0, 0);
-				if (!t->rx_direct) /* (back to the engine's receive) */
-					r = rs_tcp_recv(t, cur.v, cur.n, flags);
-			}
-		} else {
-			r = rs_tcp_recv(t, cur.v, cur.n, flags);
-			if (r > 0 && !t->rx_direct && rs_ring_tls && t->e.owner == rs_ring_tls &&
-			    RS_LOAD(rs_ring_tls->alone) && t->e.mode == RS_ES_ARMED && !(flags & MSG_PEEK))
-				/* Its thread serves one socket per wake-up: nothing
-				 * for the ring to batch; the kernel's reads and sends
-				 * cost less (ep.c count_wake says when this ends). */
-				rs_tcp_go_direct(rs_ring_tls, t, RS_DIRECT_ALONE);
-		}
+		r = read_once(t, &cur, want, flags, block && !stop && !done);
 		if (r > 0 && block && !waited)
 			t->rx_waits = 0; /* it did not wait for this one */
 		if (r > 0 && block)
@@ -310,64 +397,18 @@ ssize_t rs_tcp_recv_call(struct rs_sock *s, int fd, const struct iovec *iov, int
 			continue;
 		}
 		if (t->e.mode == RS_ES_ARMED) {
-			/* The kernel has the data (a bulk reader, a socket open in
-			 * another process too): it waits, with its own timeout and
-			 * signal rules, after our queued sends have gone. */
-			if (rs_ring_has_work(t->e.owner)) {
-				rs_ring_progress(t->e.owner);
-				rs_esock_unlock(&t->e);
-				continue;
-			}
-			rs_esock_unlock(&t->e);
-			if (done) {
-				/* MSG_WAITALL with bytes in hand: a new kernel read
-				 * would start from nothing, and a signal with
-				 * SA_RESTART would restart it rather than end it
-				 * with those bytes, as the one call without us
-				 * does.  Wait for input here instead. */
-				stop = rs_block_on_fd(fd, POLLIN, deadline, 1);
-				continue;
-			}
-			struct msghdr m = { .msg_iov = cur.v, .msg_iovlen = (size_t)cur.n };
-			rs_sig_clear();
-			r = rs_blocking_syscall(SYS_recvmsg, fd, (long)&m, flags, 0, 0, 0);
-			if (r > 0) {
-				note_recv(s);
-				rs_stat_add(RS_C_DIRECT, 1);
-			}
-			if (r > 0 && waitall && done + (size_t)r < want && rs_short_by_ring(deadline) &&
-			    !(s->urgent && at_mark(fd))) {
-				done += (size_t)r;
-				if (rs_iov_cur_skip(&cur, iov, n, (size_t)r) < 0)
-					break;
-				continue;
-			}
-			break;
+			struct recv_call c = { s, fd, iov, n, flags, waitall, want, deadline };
+			if (kernel_waits(&c, t, &cur, &done, &stop, &r))
+				break;
+			continue;
 		}
 		/* in hand-over to another thread: look again soon */
 		rs_esock_unlock(&t->e);
 		stop = rs_block_on_fd(fd, POLLIN, deadline, done != 0);
 	}
-	while (r == RS_PASS && done) {
-		/* The rest from the kernel (handed over meanwhile), waited for
-		 * here: a blocking kernel read would be restarted by an
-		 * SA_RESTART signal, where the one call without us returns
-		 * the bytes it has. */
-		if (error_next(fd))
-			break; /* (the bytes now; the error stays the socket's) */
-		struct msghdr m = { .msg_iov = cur.v, .msg_iovlen = (size_t)cur.n };
-		r = rs_syscall(SYS_recvmsg, fd, &m, flags | MSG_DONTWAIT);
-		if (r > 0 && done + (size_t)r < want && !(s->urgent && at_mark(fd))) {
-			done += (size_t)r;
-			if (rs_iov_cur_skip(&cur, iov, n, (size_t)r) < 0)
-				break;
-			r = RS_PASS;
-			continue;
-		}
-		if (r == -EAGAIN) {
-			int e = rs_block_on_fd(fd, POLLIN, deadline, 1);
-			r = e ? e : RS_PASS;
-		}
+	if (r == RS_PASS && done) {
+		struct recv_call c = { s, fd, iov, n, flags, waitall, want, deadline };
+		r = rest_from_kernel(&c, &cur, &done);
 	}
 	free(cur.heap);
 	rs_keep_error(s, done, r);

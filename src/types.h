@@ -85,8 +85,9 @@
  *     from its leftover receive queue and then the kernel.  The owner
  *     cancels the multishot receive the next time it runs engine code.
  *
- * A socket's states (struct rs_esock: mode, then the passive flag; checked
- * against sock.c, tcp.c, tcp_recv.c, udp.c, udp_recv.c):
+ * A socket's states (struct rs_esock: mode, then the passive flag and
+ * closing; checked against sock.c, which makes every change, and the
+ * hooks of tcp.c and udp.c):
  *
  *   (none) --the kind's arm: rs_esock_init, rs_esock_install--> ARMED
  *
@@ -104,27 +105,36 @@
  *           waited--> DETACHED (owner NULL: the socket's mutex guards it)
  *
  *   DETACHED --what the engine held is read or reported (the kind's
- *           maybe_passive, tcp_recv.c and udp_recv.c)--> passive: mode
- *           stays DETACHED, the passive flag is set for good and the
- *           kernel serves the socket alone
+ *           holds_nothing, asked by rs_esock_maybe_passive after each read
+ *           in tcp_recv.c and udp_recv.c)--> passive: mode stays
+ *           DETACHED, the passive flag is set for good and the kernel
+ *           serves the socket alone
  *
  *   fork child: ARMED or DETACHING --rs_esock_fork_child--> DETACHED at
  *           once (the parent's ring is not the child's; what the socket
  *           held was moved to memory both share before the fork)
  *
- *   close (the kind's close: closing set, fd -1), in any state: the
- *           socket is freed (rs_esock_free) once nothing of it is in
- *           flight: at once when it has no owner; else on the owner's ring
- *           by rs_esock_maybe_finish (after each completion), or by
- *           rs_esock_ring_gone at thread exit.  A closing socket leaves
- *           its ring without a mode change (ARMED stays ARMED).
+ *   close (rs_esock_close, the last descriptor: closing set, fd -1; the
+ *           kind's close_own, close_unread, drop_held say what only it
+ *           knows), in any state: the socket is freed (rs_esock_free) once
+ *           nothing of it is in flight: at once when it has no owner; else
+ *           on the owner's ring by rs_esock_maybe_finish (after each
+ *           completion), or by rs_esock_ring_gone at thread exit.  A
+ *           closing socket leaves its ring without a mode change (ARMED
+ *           stays ARMED).
  *
- *   The mode changes are all made in sock.c; the passive flag and closing
- *   are set by the kinds.  Within ARMED, who reports the input is the
- *   kind's business (TCP: its multishot receive, or the kernel for a bulk
- *   reader, a socket on probation or one starved of buffers:
- *   kernel_input).  A socket never armed, or passive, is served by the
- *   kernel alone (pass-through, with the reason counted once).
+ *   thread exit (engine.c thread_exit): rs_esock_ring_gone for each
+ *           socket the ring owns, in list order: ARMED becomes DETACHING
+ *           (unless closing), the kind's ring_gone waits (10 s), then
+ *           DETACHED (rs_esock_finalize_detach) or, closing, freed.
+ *
+ *   Every change of state is made in sock.c: the mode, the passive flag
+ *   and closing; the kinds supply hooks only (struct rs_kind_ops).
+ *   Within ARMED, who reports the input is the kind's business (TCP: its
+ *   multishot receive, or the kernel for a bulk reader, a socket on
+ *   probation or one starved of buffers: kernel_input).  A socket never
+ *   armed, or passive, is served by the kernel alone (pass-through, with
+ *   the reason counted once).
  */
 #ifndef RS_TYPES_H
 #define RS_TYPES_H
@@ -159,7 +169,8 @@ struct rs_ep;
  * goes is never freed (frag.c rs_frag_zc_orphan_all). */
 struct rs_chunk {
 	struct rs_chunk *next;  /* the pool's free list (while refs is 0) [lock] */
-	uint32_t size, used;    /* size: bytes of data[] (the pool's chunk_size);
+	uint32_t size, used;    /* size: bytes of data[] (the pool's chunk_size,
+				 * or RS_FRAG_PAGE: a fallback chunk);
 				 * used: bytes carved from its front (<= size; back
 				 * to 0 when every slice of the current or cached
 				 * chunk came back: reused in place) [lock] */
@@ -187,8 +198,13 @@ struct rs_frag_pool {
 	size_t live_chunks;     /* chunks allocated and not freed (count) [lock] */
 	uint32_t chunk_size;    /* bytes per chunk: 32768, or 4096 with
 				 * RINGSOCK_HIGH_ORDER_ALLOC_DISABLE=1 [set at ring
-				 * creation] */
+				 * creation].  A chunk of RS_FRAG_PAGE bytes
+				 * stands in for one the allocator refused (a
+				 * slice of at most a page): it is current or
+				 * holds slices, never on the free list (freed
+				 * when it falls free) */
 };
+#define RS_FRAG_PAGE 4096u     /* bytes of an order-0 chunk (the fallback) */
 /* The chunks a zero-copy send reads, held (one reference each) until the
  * kernel's notification that it no longer reads them: until then no slice
  * of them is carved again.  user_data RS_UD(hold, RS_UD_ZC); ring.c reaps
@@ -512,8 +528,10 @@ struct rs_esock {
 	uint8_t on_txq, on_rearm, on_detach, on_draining; /* list membership
 				  * (1: on owner's list) [ring] */
 	uint8_t passive;         /* detached and drained: the kernel's alone
+				  * (set by rs_esock_maybe_passive)
 				  * [mu; hint (acquire); never cleared] */
-	uint8_t closing;         /* fd closed; freed when nothing is in flight
+	uint8_t closing;         /* fd closed (set by rs_esock_close); freed
+				  * when nothing is in flight
 				  * [ring/mu; never cleared] */
 	uint8_t recv_armed;      /* a multishot receive is in flight [ring, hint] */
 	uint8_t recv_cancel;     /* the receive's cancel is submitted [ring] */
@@ -574,8 +592,28 @@ struct rs_kind_ops {
 						     * calls (locked): bytes */
 	void (*sync_tx)(struct rs_esock *e);       /* before a call the kernel
 						    * makes (locked) */
-	int (*close)(struct rs_sock *s, int fd);   /* before the real close (no
-						    * lock: it enters the socket) */
+	/* close (sock.c rs_esock_close makes every change of state; these say
+	 * what only the kind knows), e locked: */
+	uint8_t close_waits_owner; /* 1: wait (up to 1 s) for another thread's
+				    * ring sleeping with e's receive in flight,
+				    * so the port is free when close returns */
+	void (*close_flush)(struct rs_esock *e);   /* sends accepted before the
+						    * close go; NULL: none */
+	/* another descriptor stays open, this one (e->fd, DETACHED) goes: may
+	 * e->fd be let go (no send still writes through it)? */
+	int (*close_fd_free)(struct rs_esock *e);
+	/* the last descriptor, on the owner's thread (r locked): sends go,
+	 * the receive stops for good; wait until neither is in flight */
+	void (*close_own)(struct rs_ring *r, struct rs_esock *e);
+	/* the last descriptor (fd), before what is held is dropped: what
+	 * unread input means to the peer (r: the owner's ring, another
+	 * thread's or this one's, or NULL); NULL: nothing */
+	void (*close_unread)(struct rs_ring *r, struct rs_esock *e, int fd);
+	void (*drop_held)(struct rs_esock *e);     /* the input held for the
+						    * program goes */
+	/* DETACHED: nothing held for the program, nothing left to send (the
+	 * core then sets passive, rs_esock_maybe_passive) */
+	int (*holds_nothing)(struct rs_esock *e);
 	void (*destroy)(struct rs_esock *e);       /* free the kind's memory
 						    * (rs_esock_free) */
 	/* readiness (ep.c, wait.c) */

@@ -1,6 +1,7 @@
 /* udp.c - datagram sockets on the engine: the policy (arming, what
- * leaves the socket with the kernel), readiness, completions, detaching,
- * close, thread exit and fork, and the kind's operations table.  The
+ * leaves the socket with the kernel), readiness, completions, the hooks
+ * the core's detach, close, thread exit and fork call (sock.c makes the
+ * changes of state), and the kind's operations table.  The
  * receive and the recv family are in udp_recv.c, what the socket holds
  * for the program in udpq.c, the send in udp_send.c.
  *
@@ -245,60 +246,42 @@ static void process_detach(struct rs_ring *r, struct rs_esock *e)
 /* ---- close, thread exit, fork ------------------------------------------------------ */
 
 
-static int close_sock(struct rs_sock *s, int fd)
+/* close: what was sent before close goes, as the kernel's would. */
+static void close_flush(struct rs_esock *e)
 {
-	struct rs_esock *e = rs_esock_enter(s, fd, 0);
-	if (!e)
-		return 0;
-	/* Served by another thread's ring, whose receive holds the file (and
-	 * so the port) until that thread cancels it: entering handed the
-	 * socket over and woke it.  If it sleeps in its ring, it does so at
-	 * once; wait for that (up to a second), so the port is free when
-	 * close returns, as without us.  (A thread blocked elsewhere cancels
-	 * when it next runs.) */
-	for (int i = 0; i < 20000 && atomic_load(&s->nfds) == 1; i++) {
-		struct rs_ring *o = e->owner;
-		if (!o || o == rs_ring_tls || !e->recv_armed || !RS_LOAD(o->sleeping))
-			break;
-		rs_esock_unlock(e);
-		rs_sys_nap(50000);
-		e = rs_esock_enter(s, fd, 0);
-		if (!e)
-			return 0;
-	}
+	rs_udp_tx_flush(udp_of(e), RS_UDP_FLUSH_WAIT);
+}
+
+/* close, another descriptor still open: the number can always be let go. */
+static int close_fd_free(struct rs_esock *e)
+{
+	(void)e;
+	return 1;
+}
+
+/* close on the owner's thread (r locked): the receive holds the file (and
+ * its port) until it ends. */
+static void close_own(struct rs_ring *r, struct rs_esock *e)
+{
 	struct rs_udp *u = udp_of(e);
-	rs_udp_tx_flush(u, RS_UDP_FLUSH_WAIT); /* (what was sent before close goes, as the kernel's would) */
-	if (atomic_load(&s->nfds) > 1) {
-		/* another descriptor keeps it open */
-		if (e->fd == fd && e->mode == RS_ES_DETACHED)
-			e->fd = -1;
-		rs_esock_unlock(e);
-		return 0;
-	}
-	atomic_store(&s->eng, NULL);
-	struct rs_ring *r = e->owner;
-	rs_ep_sock_gone(e);
-	if (r && r == rs_ring_tls) {
-		/* The receive holds the file (and its port) until it ends. */
-		u->rx_stop = 1;
-		rs_udp_tx_unpoll(r, u);
-		rs_udp_cancel_recv(r, u);
-		rs_ring_wait(r, rs_udp_recv_gone, u, -1);
-	} else if (r) {
-		rs_esock_detach_on(r, e); /* its owner cancels it next time it runs */
-	}
-	rs_udpq_drop_all(u); /* (the kernel discards a closed socket's queue too) */
-	e->closing = 1;
-	e->fd = -1;
-	struct rs_ring *held = rs_esock_held_ring();
-	if (!r) {
-		rs_mutex_unlock(&e->mu);
-		rs_esock_free(e);
-		return 0;
-	}
-	rs_esock_maybe_finish(r, &u->e); /* may free u */
-	rs_ring_unlock(held);
-	return 0;
+	u->rx_stop = 1;
+	rs_udp_tx_unpoll(r, u);
+	rs_udp_cancel_recv(r, u);
+	rs_ring_wait(r, rs_udp_recv_gone, u, -1);
+}
+
+/* close: the datagrams held go (the kernel discards a closed socket's
+ * queue too). */
+static void drop_held(struct rs_esock *e)
+{
+	rs_udpq_drop_all(udp_of(e));
+}
+
+/* Detached with nothing held: no datagram, no error, no leftover of a fork. */
+static int holds_nothing(struct rs_esock *e)
+{
+	struct rs_udp *u = udp_of(e);
+	return !u->cnt && !u->rx_err && rs_udpq_left_empty(u);
 }
 
 struct gone_arg {
@@ -477,7 +460,12 @@ const struct rs_kind_ops rs_udp_ops = {
 	.tx_pending = tx_pending,
 	.flush_direct = flush_direct,
 	.sync_tx = sync_tx,
-	.close = close_sock,
+	.close_waits_owner = 1,
+	.close_flush = close_flush,
+	.close_fd_free = close_fd_free,
+	.close_own = close_own,
+	.drop_held = drop_held,
+	.holds_nothing = holds_nothing,
 	.destroy = destroy,
 	.readiness = readiness,
 	.held_events = held_events,

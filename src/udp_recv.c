@@ -225,11 +225,11 @@ static ssize_t take_one(struct rs_udp *u, const struct iovec *iov, int n, int fl
 }
 
 
-/* Detached with nothing held: from now on the kernel serves it alone. */
+/* Detached with nothing held: from now on the kernel serves it alone
+ * (the core decides, with holds_nothing: udp.c). */
 static void maybe_passive(struct rs_udp *u)
 {
-	if (u->e.mode == RS_ES_DETACHED && !u->cnt && !u->rx_err && rs_udpq_left_empty(u) && !u->e.passive)
-		__atomic_store_n(&u->e.passive, 1, __ATOMIC_RELEASE);
+	rs_esock_maybe_passive(&u->e);
 }
 
 /* A reader that waits for every datagram (blocking reads, four in a row

@@ -191,6 +191,75 @@ void rs_udp_tx_unpoll(struct rs_ring *r, struct rs_udp *u)
 	u->e.ops_inflight++;
 }
 
+/* The control message of a UDP_SEGMENT run (its segment size). */
+union seg_ctl {
+	struct cmsghdr h;
+	char buf[CMSG_SPACE(sizeof(uint16_t))];
+};
+
+/* The next sendmmsg's messages from the head of u's queue (vec zeroed):
+ * up to MMSG messages and TXQ_MAX datagrams, a run of datagrams of one
+ * size to one destination in one message with UDP_SEGMENT (unless
+ * gso_off).  segs[i]: the datagrams of message i.  Returns the messages. */
+static int batch_build(struct rs_udp *u, struct mmsghdr *vec, struct iovec *iov, union seg_ctl *ctl, uint8_t *segs)
+{
+	int m = 0, ni = 0;
+	struct rs_dgram *d = u->tx_head;
+	while (d && m < MMSG && ni < TXQ_MAX) {
+		struct msghdr *h = &vec[m].msg_hdr;
+		h->msg_name = d->namelen ? &d->name : NULL;
+		h->msg_namelen = d->namelen;
+		h->msg_iov = &iov[ni];
+		struct rs_dgram *x = d, *prev;
+		uint32_t bytes = 0;
+		int k = 0;
+		do {
+			iov[ni++] = (struct iovec){ x->data, x->len };
+			bytes += x->len;
+			k++;
+			prev = x;
+			x = x->next;
+		} while (x && !u->gso_off && d->len && d->len <= d->gso_max && x->len && prev->len == d->len && x->len <= d->len &&
+			 k < GSO_SEGS && ni < TXQ_MAX && bytes + x->len <= GSO_BYTES && same_dst(x, d));
+		h->msg_iovlen = (size_t)k;
+		if (k > 1) {
+			memset(&ctl[m], 0, sizeof(ctl[m]));
+			h->msg_control = ctl[m].buf;
+			h->msg_controllen = sizeof(ctl[m].buf);
+			struct cmsghdr *c = CMSG_FIRSTHDR(h);
+			c->cmsg_level = SOL_UDP;
+			c->cmsg_type = UDP_SEGMENT;
+			c->cmsg_len = CMSG_LEN(sizeof(uint16_t));
+			uint16_t gso = (uint16_t)d->len;
+			memcpy(CMSG_DATA(c), &gso, sizeof(gso));
+		}
+		segs[m++] = (uint8_t)k;
+		d = x;
+	}
+	return m;
+}
+
+/* Send the m messages (MSG_DONTWAIT): the messages the kernel took, or
+ * -errno. */
+static long batch_send(int fd, struct mmsghdr *vec, int m, const uint8_t *segs)
+{
+	/* (one message: the call with the least for the kernel to copy
+	 * in; a ping-pong server's reply is the usual one) */
+	long r;
+	if (m > 1) {
+		r = rs_syscall(SYS_sendmmsg, fd, vec, m, MSG_DONTWAIT | MSG_NOSIGNAL);
+	} else {
+		struct msghdr *h = &vec[0].msg_hdr;
+		if (segs[0] == 1)
+			r = rs_syscall(SYS_sendto, fd, h->msg_iov[0].iov_base, h->msg_iov[0].iov_len,
+				       MSG_DONTWAIT | MSG_NOSIGNAL, h->msg_name, h->msg_namelen);
+		else
+			r = rs_syscall(SYS_sendmsg, fd, h, MSG_DONTWAIT | MSG_NOSIGNAL);
+		r = r >= 0 ? 1 : r;
+	}
+	return r;
+}
+
 int rs_udp_tx_flush(struct rs_udp *u, int how)
 {
 	int fd = u->e.fd;
@@ -204,59 +273,11 @@ int rs_udp_tx_flush(struct rs_udp *u, int how)
 		}
 		struct mmsghdr vec[MMSG];
 		struct iovec iov[TXQ_MAX];
-		union {
-			struct cmsghdr h;
-			char buf[CMSG_SPACE(sizeof(uint16_t))];
-		} ctl[MMSG];
+		union seg_ctl ctl[MMSG];
 		uint8_t segs[MMSG];
-		int m = 0, ni = 0;
-		struct rs_dgram *d = u->tx_head;
 		memset(vec, 0, sizeof(vec));
-		while (d && m < MMSG && ni < TXQ_MAX) {
-			struct msghdr *h = &vec[m].msg_hdr;
-			h->msg_name = d->namelen ? &d->name : NULL;
-			h->msg_namelen = d->namelen;
-			h->msg_iov = &iov[ni];
-			struct rs_dgram *x = d, *prev;
-			uint32_t bytes = 0;
-			int k = 0;
-			do {
-				iov[ni++] = (struct iovec){ x->data, x->len };
-				bytes += x->len;
-				k++;
-				prev = x;
-				x = x->next;
-			} while (x && !u->gso_off && d->len && d->len <= d->gso_max && x->len && prev->len == d->len && x->len <= d->len &&
-				 k < GSO_SEGS && ni < TXQ_MAX && bytes + x->len <= GSO_BYTES && same_dst(x, d));
-			h->msg_iovlen = (size_t)k;
-			if (k > 1) {
-				memset(&ctl[m], 0, sizeof(ctl[m]));
-				h->msg_control = ctl[m].buf;
-				h->msg_controllen = sizeof(ctl[m].buf);
-				struct cmsghdr *c = CMSG_FIRSTHDR(h);
-				c->cmsg_level = SOL_UDP;
-				c->cmsg_type = UDP_SEGMENT;
-				c->cmsg_len = CMSG_LEN(sizeof(uint16_t));
-				uint16_t gso = (uint16_t)d->len;
-				memcpy(CMSG_DATA(c), &gso, sizeof(gso));
-			}
-			segs[m++] = (uint8_t)k;
-			d = x;
-		}
-		/* (one message: the call with the least for the kernel to copy
-		 * in; a ping-pong server's reply is the usual one) */
-		long r;
-		if (m > 1) {
-			r = rs_syscall(SYS_sendmmsg, fd, vec, m, MSG_DONTWAIT | MSG_NOSIGNAL);
-		} else {
-			struct msghdr *h = &vec[0].msg_hdr;
-			if (segs[0] == 1)
-				r = rs_syscall(SYS_sendto, fd, h->msg_iov[0].iov_base, h->msg_iov[0].iov_len,
-					       MSG_DONTWAIT | MSG_NOSIGNAL, h->msg_name, h->msg_namelen);
-			else
-				r = rs_syscall(SYS_sendmsg, fd, h, MSG_DONTWAIT | MSG_NOSIGNAL);
-			r = r >= 0 ? 1 : r;
-		}
+		int m = batch_build(u, vec, iov, ctl, segs);
+		long r = batch_send(fd, vec, m, segs);
 		for (long i = 0; i < r; i++) {
 			for (int j = 0; j < segs[i]; j++)
 				pop(u);
@@ -370,6 +391,28 @@ static void enqueue(struct rs_udp *u, struct rs_dgram *d)
 		rs_ring_txq_add(u->e.owner, &u->e);
 }
 
+/* A queued datagram: a copy of the program's len bytes (iov, n) and its
+ * destination (nn, nl bytes; 0: the connected peer); NULL: no memory. */
+static struct rs_dgram *dgram_new(const struct iovec *iov, int n, size_t len, const struct sockaddr_in6 *nn, int nl,
+				  unsigned gso_max)
+{
+	struct rs_dgram *d = malloc(sizeof(*d) + (len ? len : 1));
+	if (d) {
+		d->next = NULL;
+		d->len = (uint32_t)len;
+		d->namelen = (uint32_t)nl;
+		d->name = *nn;
+		d->gso_max = gso_max;
+		size_t off = 0;
+		for (int i = 0; i < n; i++) {
+			if (iov[i].iov_len)
+				memcpy(d->data + off, iov[i].iov_base, iov[i].iov_len);
+			off += iov[i].iov_len;
+		}
+	}
+	return d;
+}
+
 ssize_t rs_udp_send_call(struct rs_sock *s, int fd, const struct iovec *iov, int n, int flags, const void *name,
 			 socklen_t namelen)
 {
@@ -420,19 +463,8 @@ ssize_t rs_udp_send_call(struct rs_sock *s, int fd, const struct iovec *iov, int
 			rs_esock_unlock(e);
 			return -EAGAIN;
 		}
-		struct rs_dgram *d = malloc(sizeof(*d) + (len ? len : 1));
+		struct rs_dgram *d = dgram_new(iov, n, len, &nn, nl, gso_max);
 		if (d) {
-			d->next = NULL;
-			d->len = (uint32_t)len;
-			d->namelen = (uint32_t)nl;
-			d->name = nn;
-			d->gso_max = gso_max;
-			size_t off = 0;
-			for (int i = 0; i < n; i++) {
-				if (iov[i].iov_len)
-					memcpy(d->data + off, iov[i].iov_base, iov[i].iov_len);
-				off += iov[i].iov_len;
-			}
 			enqueue(u, d);
 			if (u->tx_cnt >= TXQ_MAX)
 				rs_udp_tx_flush(u, how);

@@ -137,6 +137,85 @@ static void learn(struct rs_ring *r, const struct pollfd *k, unsigned long n)
 	rs_ring_unlock(r);
 }
 
+/* A call that will not sleep asks the kernel only about what it has to:
+ * nothing, or kernel fds the ring does not vouch for (kwatch.c).  1: the
+ * kernel need not be asked (r locked, if any). */
+static int kernel_skippable(struct rs_ring *r, struct pollfd *k, unsigned long n)
+{
+	int skip = 1;
+	for (unsigned long i = 0; i < n && skip; i++)
+		skip = k[i].fd < 0;
+	if (!skip && r)
+		skip = rs_kw_quiet(r, k, n);
+	return skip;
+}
+
+/* This round's timeout for the kernel's ppoll (NULL: none): t_ms (0 when
+ * the engine answered already), from the deadline once the call first
+ * sleeps (*deadline, read from the clock then); sliced to 10 ms while
+ * the ring may hide work (transient, or a stuck IORING_SQ_TASKRUN):
+ * *sliced says so. */
+static struct timespec *poll_timeout(struct rs_ring *r, int t_ms, int timeout_ms, int64_t *deadline, int transient,
+				      int *sliced, struct timespec *ts)
+{
+	struct timespec *tsp = NULL;
+	if (t_ms > 0 && *deadline < 0)
+		*deadline = rs_now_ns() + (int64_t)timeout_ms * 1000000;
+	else if (t_ms > 0) {
+		int64_t left = *deadline - rs_now_ns();
+		t_ms = left <= 0 ? 0 : (int)((left + 999999) / 1000000);
+	}
+	if (r && RS_LOAD(r->tr_stale))
+		transient = 1; /* work the ring may hide: look again soon */
+	*sliced = transient && (t_ms < 0 || t_ms > 10);
+	if (*sliced)
+		t_ms = 10;
+	if (t_ms >= 0) {
+		ts->tv_sec = t_ms / 1000;
+		ts->tv_nsec = (long)(t_ms % 1000) * 1000000;
+		tsp = ts;
+	}
+	return tsp;
+}
+
+/* A call that will sleep watches the ring's eventfd too (k[*nk], one
+ * more fd), unmuted; 1: the ring has work meanwhile (r unlocked then:
+ * the call looks again), else 0 (r still locked). */
+static int wake_watched(struct rs_ring *r, struct pollfd *k, unsigned long *nk)
+{
+	k[*nk].fd = r->evfd;
+	k[*nk].events = POLLIN;
+	k[*nk].revents = 0;
+	(*nk)++;
+	rs_ring_evfd_quiet(r, 0);
+	if (rs_ring_has_work(r) || rs_ring_stale_look(r)) {
+		rs_ring_evfd_quiet(r, 1);
+		rs_ring_unlock(r);
+		return 1;
+	}
+	return 0;
+}
+
+/* The kernel's ppoll of the round's nk fds (k[0..n) the program's kernel
+ * fds, then the ring's eventfd), or none when it need not be asked
+ * (skip: no revents, counted); what it answered teaches kwatch.c (r
+ * unlocked).  Its result. */
+static long kernel_poll(struct rs_ring *r, struct pollfd *k, unsigned long n, unsigned long nk,
+			struct timespec *tsp, const sigset_t *ss, int skip)
+{
+	long kr = 0;
+	if (skip) {
+		for (unsigned long i = 0; i < n; i++)
+			k[i].revents = 0;
+		rs_stat_add(RS_C_CALLS_NOSYS, 1);
+	} else {
+		kr = rs_syscall(SYS_ppoll, k, nk, tsp, ss, 8);
+		if (r && kr >= 0)
+			learn(r, k, n);
+	}
+	return kr;
+}
+
 int rs_wait_poll(struct pollfd *fds, unsigned long n, int timeout_ms, const struct timespec *tmo,
 		 const sigset_t *ss, int *handled)
 {
@@ -178,29 +257,9 @@ int rs_wait_poll(struct pollfd *fds, unsigned long n, int timeout_ms, const stru
 		int ready = engine_answers(fds, n, r, k, kind, &transient);
 		unsigned long nk = n;
 		int blocking = !ready && timeout_ms != 0;
-		if (r && blocking) {
-			k[nk].fd = r->evfd;
-			k[nk].events = POLLIN;
-			k[nk].revents = 0;
-			nk++;
-			rs_ring_evfd_quiet(r, 0);
-			if (rs_ring_has_work(r) || rs_ring_stale_look(r)) {
-				rs_ring_evfd_quiet(r, 1);
-				rs_ring_unlock(r);
-				continue;
-			}
-		}
-		/* A call that will not sleep asks the kernel only about what
-		 * it has to: nothing, or kernel fds the ring does not vouch
-		 * for (kwatch.c). */
-		int skip = 0;
-		if (!blocking) {
-			skip = 1;
-			for (unsigned long i = 0; i < n && skip; i++)
-				skip = k[i].fd < 0;
-			if (!skip && r)
-				skip = rs_kw_quiet(r, k, n);
-		}
+		if (r && blocking && wake_watched(r, k, &nk))
+			continue;
+		int skip = !blocking && kernel_skippable(r, k, n);
 		if (r)
 			rs_ring_unlock(r);
 		/* Save engine answers: the kernel call overwrites revents. */
@@ -211,34 +270,10 @@ int rs_wait_poll(struct pollfd *fds, unsigned long n, int timeout_ms, const stru
 		}
 		for (unsigned long i = 0; i < n; i++)
 			saved[i] = k[i].revents;
-		struct timespec ts, *tsp = NULL;
-		int t_ms = ready ? 0 : timeout_ms;
-		if (t_ms > 0 && deadline < 0)
-			deadline = rs_now_ns() + (int64_t)timeout_ms * 1000000;
-		else if (t_ms > 0) {
-			int64_t left = deadline - rs_now_ns();
-			t_ms = left <= 0 ? 0 : (int)((left + 999999) / 1000000);
-		}
-		if (r && RS_LOAD(r->tr_stale))
-			transient = 1; /* work the ring may hide: look again soon */
-		int sliced = transient && (t_ms < 0 || t_ms > 10);
-		if (sliced)
-			t_ms = 10;
-		if (t_ms >= 0) {
-			ts.tv_sec = t_ms / 1000;
-			ts.tv_nsec = (long)(t_ms % 1000) * 1000000;
-			tsp = &ts;
-		}
-		long kr = 0;
-		if (skip) {
-			for (unsigned long i = 0; i < n; i++)
-				k[i].revents = 0;
-			rs_stat_add(RS_C_CALLS_NOSYS, 1);
-		} else {
-			kr = rs_syscall(SYS_ppoll, k, nk, tsp, ss, 8);
-			if (r && kr >= 0)
-				learn(r, k, n);
-		}
+		struct timespec ts;
+		int sliced;
+		struct timespec *tsp = poll_timeout(r, ready ? 0 : timeout_ms, timeout_ms, &deadline, transient, &sliced, &ts);
+		long kr = kernel_poll(r, k, n, nk, tsp, ss, skip);
 		if (r)
 			rs_ring_evfd_quiet(r, 1);
 		int wake = 0;

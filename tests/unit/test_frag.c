@@ -3,11 +3,13 @@
  * free chunks above RINGSOCK_RECLAIM_THRESHOLD given back to the OS
  * RINGSOCK_RECLAIM_CHUNK at a time (or at once with RINGSOCK_RECLAIM=per-op),
  * a socket's cached chunk, zero-copy holds, the 4 KiB (order-0) chunks of
- * RINGSOCK_HIGH_ORDER_ALLOC_DISABLE, and a refused allocation.
+ * RINGSOCK_HIGH_ORDER_ALLOC_DISABLE, the page (order-0) chunk that stands
+ * in for a refused 32 KiB one, and a refused allocation.
  *
  * The pool's malloc and free are watched through the linker (--wrap, set in
  * tests/CMakeLists.txt for this test only): every chunk the pool holds is a
- * live malloc of sizeof(struct rs_chunk) + chunk_size bytes, every chunk it
+ * live malloc of sizeof(struct rs_chunk) + chunk_size bytes (or + a page:
+ * the fallback), every chunk it
  * gives back is a free() of one, and a refusal is a malloc returning NULL.
  * The engine is not changed for the test. */
 #include <setjmp.h>
@@ -39,7 +41,8 @@ void *__wrap_malloc(size_t n)
 		return NULL;
 	}
 	void *p = __real_malloc(n);
-	if (p && chunk_bytes && n == chunk_bytes && nlive < MAX_LIVE)
+	if (p && chunk_bytes && (n == chunk_bytes || n == sizeof(struct rs_chunk) + RS_FRAG_PAGE) &&
+	    nlive < MAX_LIVE)
 		live[nlive++] = p;
 	return p;
 }
@@ -391,12 +394,10 @@ static void test_order0_chunks(void **state)
 	assert_int_equal(nlive, 0);
 }
 
-/* A chunk the allocator refuses: the allocation fails cleanly (NULL, no
- * current chunk, the live slices untouched); a chunk that falls free is
- * still reused without asking the allocator; once the allocator gives
- * again, so does the pool.  (There is no fallback to smaller chunks in
- * frag.c: engine_int.h documents NULL when out of memory, and tcp_send.c then
- * accepts fewer bytes.) */
+/* A chunk the allocator refuses (even a page's): the allocation fails
+ * cleanly (NULL, no current chunk, the live slices untouched); a chunk
+ * that falls free is still reused without asking the allocator; once the
+ * allocator gives again, so does the pool. */
 static void test_refused_chunk(void **state)
 {
 	(void)state;
@@ -405,9 +406,9 @@ static void test_refused_chunk(void **state)
 	struct rs_chunk *a, *b;
 	char *s = rs_frag_alloc(&p, 32000, &a);
 	memset(s, 'q', 32000);
-	refuse_above = 4096 + sizeof(struct rs_chunk); /* only order-0 sizes */
+	refuse_above = 64; /* no chunk of any size */
 	assert_null(rs_frag_alloc(&p, 1000, &b));
-	assert_true(refusals > 0);
+	assert_true(refusals >= 2); /* the chunk, then the page */
 	assert_null(p.cur);
 	for (int k = 0; k < 32000; k++)
 		assert_int_equal(s[k], 'q');
@@ -433,6 +434,93 @@ static void test_refused_chunk(void **state)
 	assert_int_equal(nlive, 0);
 }
 
+/* The order-0 fallback: when the allocator refuses a 32 KiB chunk, a slice
+ * of at most a page gets a chunk of one page (RS_FRAG_PAGE) of its own,
+ * carved like any current chunk; a larger slice is refused (NULL).  The
+ * page chunk never goes to the free list (which must hold only chunk_size
+ * chunks: a page reused for a 32 KiB slice would overflow): it is freed as
+ * soon as it falls free, so the pool's accounting (live chunks = chunks
+ * malloc'ed, free bytes = the free list's) holds throughout.  A free
+ * 32 KiB chunk is still taken before any fallback, and once the allocator
+ * gives again, new chunks are 32 KiB again. */
+static void test_order0_fallback(void **state)
+{
+	(void)state;
+	struct rs_frag_pool p;
+	pool_init(&p, 32768);
+	refuse_above = sizeof(struct rs_chunk) + RS_FRAG_PAGE; /* pages only */
+	struct rs_chunk *c1, *c2, *c3, *c4;
+	char *s1 = rs_frag_alloc(&p, 1000, &c1);
+	assert_non_null(s1);
+	assert_true(refusals > 0);
+	assert_int_equal(c1->size, RS_FRAG_PAGE);
+	assert_ptr_equal(p.cur, c1);
+	assert_ptr_equal(s1, c1->data);
+	assert_int_equal(p.live_chunks, 1);
+	check_pool(&p);
+	memset(s1, 'a', 1000);
+	char *s2 = rs_frag_alloc(&p, 3096, &c2); /* the rest of the page */
+	assert_ptr_equal(c2, c1);
+	assert_ptr_equal(s2, s1 + 1000);
+	memset(s2, 'b', 3096);
+	/* more than a page: refused, and the page chunk stops being current
+	 * (its slices keep it) */
+	assert_null(rs_frag_alloc(&p, 5000, &c3));
+	assert_null(p.cur);
+	assert_int_equal(p.live_chunks, 1);
+	assert_null(p.free);
+	check_pool(&p);
+	/* a second page chunk for the next slice */
+	char *s3 = rs_frag_alloc(&p, RS_FRAG_PAGE, &c3);
+	assert_non_null(s3);
+	assert_ptr_not_equal(c3, c1);
+	assert_int_equal(c3->size, RS_FRAG_PAGE);
+	assert_int_equal(p.live_chunks, 2);
+	for (int k = 0; k < 1000; k++)
+		assert_int_equal(s1[k], 'a');
+	for (int k = 0; k < 3096; k++)
+		assert_int_equal(s2[k], 'b');
+	/* the first page chunk falls free: freed, not kept */
+	rs_frag_release(&p, c1);
+	rs_frag_release(&p, c2);
+	assert_false(is_live(c1));
+	assert_null(p.free);
+	assert_int_equal(p.free_bytes, 0);
+	assert_int_equal(p.live_chunks, 1);
+	check_pool(&p);
+	/* a hold is carved from a page chunk too */
+	struct rs_frag_hold *h = rs_frag_hold_new(&p, &c3, 1);
+	assert_non_null(h);
+	assert_int_equal(h->own->size, RS_FRAG_PAGE);
+	assert_ptr_not_equal(h->own, c3);
+	rs_frag_release(&p, c3); /* the send's completion; the hold keeps c3 */
+	assert_true(is_live(c3));
+	rs_frag_hold_release(&p, h); /* c3 falls free: freed */
+	assert_false(is_live(c3));
+	check_pool(&p);
+	/* the allocator gives again: a 32 KiB chunk, which goes to the free
+	 * list when it falls free, and is taken again before any malloc */
+	refuse_above = 0;
+	char *s4 = rs_frag_alloc(&p, RS_FRAG_PAGE + 1, &c4); /* not in the page left */
+	assert_non_null(s4);
+	assert_int_equal(c4->size, 32768);
+	struct rs_chunk *big = c4;
+	assert_non_null(rs_frag_alloc(&p, 32768, &c1)); /* big is full: another */
+	rs_frag_release(&p, c4);
+	assert_ptr_equal(p.free, big);
+	check_pool(&p);
+	refuse_above = sizeof(struct rs_chunk) + RS_FRAG_PAGE;
+	unsigned r0 = refusals;
+	assert_non_null(rs_frag_alloc(&p, 100, &c2)); /* c1 is full: big, no malloc */
+	assert_ptr_equal(c2, big);
+	assert_int_equal(refusals, r0);
+	rs_frag_release(&p, c1);
+	rs_frag_release(&p, c2);
+	check_pool(&p);
+	pool_fini(&p);
+	assert_int_equal(nlive, 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -444,6 +532,7 @@ int main(void)
 		cmocka_unit_test_setup(test_zc_hold, setup),
 		cmocka_unit_test_setup(test_order0_chunks, setup),
 		cmocka_unit_test_setup(test_refused_chunk, setup),
+		cmocka_unit_test_setup(test_order0_fallback, setup),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
