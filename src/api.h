@@ -22,7 +22,7 @@
 
 /* ---- engine.c: the lifecycle: engine.h ---------------------------------- */
 
-/* ---- ep.c: epoll_ctl and epoll_wait ------------------------------------------
+/* ---- epctl.c, ep.c: epoll_ctl, epoll_wait -------------------------------------
  * -errno, a count, or RS_PASS (the kernel's call: not a set or a socket
  * the engine knows). */
 int rs_ep_ctl(int epfd, int op, int fd, struct epoll_event *ev);

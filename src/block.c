@@ -8,7 +8,7 @@
  * which handlers ran and whether they restart calls comes from sig.c
  * (rs_wait_result).  A call that moved bytes before an error or a signal
  * returns the bytes (rs_with_done) and keeps an asynchronous error for the
- * next call (rs_keep_error, sock.c).
+ * next call (rs_keep_error, sockcall.c).
  */
 #include <errno.h>
 #include <poll.h>

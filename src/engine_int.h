@@ -7,7 +7,7 @@
  * calls: engine.h; what the whole library shares (the fd records,
  * counters, knobs, logging, process state): internal.h.  Private to a few
  * files: tcp_int.h (the TCP files), udp_int.h (the UDP files), ep_int.h
- * (ep.c, epreg.c).
+ * (ep.c, epctl.c, epreg.c).
  *
  * Conventions: functions return -errno (never write errno) and make their
  * system calls through sys.h; "lock held" or "r locked" is the ring's lock

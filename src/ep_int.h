@@ -1,9 +1,11 @@
 /* ep_int.h - shared by epreg.c (registrations), epctl.c (epoll_ctl) and
  * ep.c (epoll_wait).  Locks: a socket's list of registrations (s->regs) is
  * changed holding both its lock and rs_ep_ctl_lock, and walked holding
- * either (the engine's notices: the socket's lock).  rs_ep_ctl_lock guards
- * the rest of the registrations (s->regs, a
- * set's byfd and rings, a record's events and kernel state); a set's own
+ * either (the engine's notices: the socket's lock); but closing an epoll
+ * set drops its registrations under the ctl lock alone (the socket's
+ * engine state may be freed by a close meanwhile: nothing pins it), so a
+ * walk racing that may follow a reused record (never unmapped).
+ * rs_ep_ctl_lock guards the rest of the registrations (a set's byfd and rings, a record's events and kernel state); a set's own
  * lock its ready list (and a record's on_ready, edge, disabled, seen).
  * Order: a socket's lock, then rs_ep_ctl_lock, then a set's lock. */
 #ifndef RS_EP_INT_H

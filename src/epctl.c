@@ -117,26 +117,22 @@ static struct rs_esock *lock_regs(struct rs_sock *s)
 }
 
 /* The set epfd is closed: each socket's registration leaves the socket's
- * list under the socket's lock too (lock_regs), then the rest goes. */
+ * list, then the rest goes. */
 void rs_ep_close(int epfd)
 {
 	struct rs_ep *ep = rs_epr_detach_set(epfd);
 	if (!ep)
 		return;
-	for (unsigned fd = 0;; fd++) {
-		rs_mutex_lock(&rs_ep_ctl_lock);
-		while (fd < ep->nbyfd && !ep->byfd[fd])
-			fd++;
-		struct rs_sock *s = fd < ep->nbyfd ? ep->byfd[fd]->s : NULL;
-		rs_mutex_unlock(&rs_ep_ctl_lock);
-		if (!s)
-			break;
-		struct rs_esock *t = lock_regs(s);
-		rs_epr_drop_fd(ep, (int)fd, s);
-		rs_mutex_unlock(&rs_ep_ctl_lock);
-		if (t)
-			rs_esock_unlock(t);
-	}
+	/* (Under the ctl lock only: a socket's lock would be taken through
+	 * its engine state, which a close of that socket on another thread
+	 * may free meanwhile; a set closed while another thread's engine
+	 * walks a member socket's registrations is left as the one unlocked
+	 * change of s->regs, see ep_int.h.) */
+	rs_mutex_lock(&rs_ep_ctl_lock);
+	for (unsigned fd = 0; fd < ep->nbyfd; fd++)
+		if (ep->byfd[fd])
+			rs_epr_drop_fd(ep, (int)fd, ep->byfd[fd]->s);
+	rs_mutex_unlock(&rs_ep_ctl_lock);
 	rs_epr_free_set(ep);
 }
 

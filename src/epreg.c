@@ -5,7 +5,7 @@
  * cookie (and the events kernel_events chooses), and the set's ready list
  * holds it when engine readiness may have changed.  The socket core and
  * the kinds report changes here (rs_ep_sock_*) with the socket's lock
- * held; epoll_ctl and epoll_wait (ep.c) read and edit the same records.
+ * held; epoll_ctl (epctl.c) and epoll_wait (ep.c) read and edit the same records.
  * Records live in a type-stable arena, so a cookie from the kernel can be
  * validated before use.
  */
@@ -453,8 +453,8 @@ struct rs_ep *rs_epr_detach_set(int epfd)
 	return ep;
 }
 
-/* Drop the registration of s under number fd in the closed set ep (ctl
- * lock and s's lock held: rs_epr_lock_regs's caller). */
+/* Drop the registration of s under number fd in the closed set ep (the
+ * ctl lock held: epctl.c rs_ep_close; see ep_int.h). */
 void rs_epr_drop_fd(struct rs_ep *ep, int fd, struct rs_sock *s)
 {
 	struct rs_epreg *g = rs_epr_byfd_get(ep, fd);

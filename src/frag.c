@@ -75,6 +75,8 @@ static int order0_fallback(const struct rs_frag_pool *p, const struct rs_chunk *
 
 static void order0_free(struct rs_frag_pool *p, struct rs_chunk *c)
 {
+	if (__atomic_load_n(&rs_dying, __ATOMIC_RELAXED))
+		return; /* (no free() in the fatal signal's flush: kept) */
 	p->live_chunks--;
 	rs_stat_add(RS_C_FRAG_CHUNKS, (uint64_t)-1); /* live count */
 	free(c);

@@ -125,7 +125,7 @@ struct rs_sock {
 	uint8_t shut_rd, shut_wr; /* shut down before the engine armed it */
 	uint8_t passed;         /* sent in SCM_RIGHTS: another process may hold it */
 	int err_kept;           /* an error a call that returned bytes met, for
-				 * the next call (sock.c rs_keep_error) */
+				 * the next call (sockcall.c rs_keep_error) */
 	uint8_t pt_counted;     /* counted as accelerated or passed through */
 	uint8_t pt_counted_blocking; /* counted once as blocking */
 	/* engine, blocking sockets (here: a blocking read ends unlocked) */
@@ -133,8 +133,8 @@ struct rs_sock {
 	uint8_t pingpong;       /* one send between the last two reads */
 	_Atomic(struct rs_esock *) eng; /* engine state (types.h), NULL if none */
 	struct rs_epreg *regs;  /* its epoll registrations (struct rs_epreg in
-				 * ep_int.h), linked by ep.c and epreg.c under
-				 * rs_ep_ctl_lock */
+				 * ep_int.h), linked by epctl.c and epreg.c:
+				 * locks in ep_int.h */
 };
 enum { RS_CONN_UNKNOWN, RS_CONN_UP, RS_CONN_LISTEN, RS_CONN_CONNECTING };
 struct rs_esock;

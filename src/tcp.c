@@ -1,7 +1,7 @@
 /* tcp.c - stream sockets on the engine: the policy, and the kind's
  * operations table (arming, completions, readiness, shutdown, and the
  * hooks the core's close, detach, thread exit and fork call).  The
- * receive path is in tcp_recv.c, the send path in tcp_send.c.
+ * receive path is in tcp_recv.c, the send path in tcp_send.c and tcp_flush.c.
  *
  * A socket is armed (arm) once it is connected and reachable through one
  * descriptor; its receive and send completions come back here (complete)
@@ -363,8 +363,8 @@ static void end_now(struct rs_tcp *t, int fd, int unread)
 	if (unread) {
 		struct sockaddr sa = { .sa_family = AF_UNSPEC };
 		rs_syscall(SYS_connect, fd, &sa, sizeof(sa)); /* tcp_disconnect: the reset */
-	} else if (t->e.drain) {
-		rs_drain_shut_after(t->e.drain, SHUT_WR);
+	} else if (t->e.drain && rs_drain_shut_after(t->e.drain, SHUT_WR)) {
+		/* (the end of stream follows the drain job's bytes) */
 	} else if (!t->send_inflight) {
 		rs_syscall(SYS_shutdown, fd, SHUT_RDWR);
 	}
@@ -621,7 +621,7 @@ static void lowat_set(struct rs_esock *e)
 	struct rs_tcp *t = rs_tcp_of(e);
 	int readable = (held_events(e) & EPOLLIN) != 0;
 	if (e->mode == RS_ES_ARMED && !kernel_input(e)) {
-		if (readable || t->rx_eof || t->rx_err)
+		if (readable || t->rx_eof) /* (a reset sets no SOCK_DONE) */
 			rs_ep_sock_input(e);
 		return;
 	}

@@ -203,7 +203,7 @@ int rs_tcp_take_error(struct rs_tcp *t);
  * completion): kept for the program's next call. */
 void rs_tcp_set_tx_err(struct rs_tcp *t, int e);
 
-/* The program's calls (the kind's table, tcp.c; sock.c's rs_sock_*):
+/* The program's calls (the kind's table, tcp.c; sockcall.c's rs_sock_*):
  * -errno, bytes, or RS_PASS. */
 ssize_t rs_tcp_recv_call(struct rs_sock *s, int fd, const struct iovec *iov, int n, int flags);
 ssize_t rs_tcp_send_call(struct rs_sock *s, int fd, const struct iovec *iov, int n, int flags);

@@ -432,7 +432,7 @@ struct rs_ring {
 	int drain_ended;        /* 1: an RS_UD_DRAIN completion came: look at the
 				 * draining list after the reap [lock] */
 	unsigned nr_tx_sqes;    /* sends prepared since the last submit (count;
-				 * tcp_send.c submits at send_batch) [lock] */
+				 * tcp_flush.c submits at send_batch) [lock] */
 	uint64_t prepare_seq;   /* rounds of engine work (count; the watchdog
 				 * compares) [lock] */
 	uint64_t watch_seq;     /* prepare_seq at the watchdog's last look [lock] */
@@ -509,7 +509,7 @@ struct rs_esock {
 	struct rs_esock *prev, *next; /* owner->owned [ring] */
 	struct rs_esock *all_prev, *all_next; /* every engine socket (sock.c,
 				  * for fork) [socks] */
-	/* the owner ring's work lists (ring.c) [ring]: */
+	/* the owner ring's work lists (ringlist.c) [ring]: */
 	struct rs_esock *txq_next;    /* sends to submit [ring] */
 	struct rs_esock *rearm_next;  /* a receive to start again [ring] */
 	struct rs_esock *detach_next; /* another thread detached it [ring] */
@@ -623,7 +623,7 @@ struct rs_kind_ops {
 						      * engine holds (detached) */
 	int (*kernel_input)(struct rs_esock *e);    /* hint: the kernel holds
 						      * its input and reports it */
-	/* on a socket that is not passive, locked (sock.c's rs_sock_* calls) */
+	/* on a socket that is not passive, locked (sockcall.c's rs_sock_* calls) */
 	int (*fionread)(struct rs_esock *e, int *out); /* FIONREAD/SIOCINQ: 0 or -errno */
 	int (*so_error)(struct rs_esock *e);        /* its pending error, taken (0: none) */
 	size_t (*held)(struct rs_esock *e);         /* received bytes the engine holds */

@@ -159,7 +159,7 @@ void rs_udp_tx_unpoll(struct rs_ring *r, struct rs_udp *u);
  * destinations the kernel took prove nothing any more. */
 void rs_udp_tx_forget(struct rs_udp *u);
 
-/* The program's calls (the kind's table, udp.c; sock.c's rs_sock_*): */
+/* The program's calls (the kind's table, udp.c; sockcall.c's rs_sock_*): */
 /* recv, recvfrom, recvmsg, read: -errno, bytes, or RS_PASS (f may be NULL). */
 ssize_t rs_udp_recv_call(struct rs_sock *s, int fd, const struct iovec *iov, int n, int flags,
 			 struct rs_dgram_from *f);

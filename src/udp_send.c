@@ -12,7 +12,7 @@
  * have seen, in the same order.  They go
  *  - at the thread's next wait point (epoll_wait, poll, select, a receive
  *    that finds nothing or waits, a sleep: preload/sleep.c) and before any
- *    call it makes that the kernel answers (the ring's send list: ring.c,
+ *    call it makes that the kernel answers (the ring's send list: ringlist.c,
  *    preload.h);
  *  - when TXQ_MAX are queued;
  *  - before anything else of the socket's reaches the kernel: a send that
