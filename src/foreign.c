@@ -17,13 +17,18 @@
  * stat("/proc/self/fd").st_size is the number of open descriptors; while
  * it equals the number of bits, every open descriptor is one the library
  * checked, and there is nothing to list.  On an older kernel (st_size 0)
- * every arm lists.  A descriptor closed behind the library's back
+ * every arm lists.  The count is read through an O_PATH descriptor of the
+ * directory that the engine keeps (fdguard hides it from the program): a
+ * stat of the path walks /proc/self each time, about four times the cost,
+ * and a connection per request makes an arm per request.  A fork child
+ * reopens it, since the parent's names the parent's table.  A descriptor closed behind the library's back
  * (a raw close system call) leaves a stale bit until the next listing,
  * which drops the bits of every descriptor no longer open.
  *
  * Without /proc the engine cannot know, so it reports a ring found: the
  * rule is that where the engine cannot know, it does not read ahead.
  */
+#define _GNU_SOURCE 1 /* (O_PATH, AT_EMPTY_PATH) */
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -51,6 +56,9 @@ static atomic_long nknown;     /* bits set */
 static int found;              /* a foreign ring was seen: final */
 static atomic_int making;      /* the engine is between io_uring_setup and adopting the fd */
 static pthread_mutex_t scan_lock = PTHREAD_MUTEX_INITIALIZER;
+static int kept = -1;          /* O_PATH fd of /proc/<pid>/fd, fdguard's; -1 none yet */
+static int kept_failed;        /* it could not be opened: stat the path */
+static pthread_mutex_t kept_lock = PTHREAD_MUTEX_INITIALIZER; /* leaf */
 
 static int bitmap_ready(void)
 {
@@ -116,6 +124,23 @@ void rs_foreign_making(int delta)
 static long open_count(void)
 {
 	struct stat st;
+	int fd = __atomic_load_n(&kept, __ATOMIC_ACQUIRE);
+	if (rs_unlikely(fd < 0) && !__atomic_load_n(&kept_failed, __ATOMIC_RELAXED)) {
+		pthread_mutex_lock(&kept_lock);
+		if (kept < 0 && !kept_failed) {
+			long nfd = rs_syscall(SYS_openat, AT_FDCWD, "/proc/self/fd",
+					      O_PATH | O_DIRECTORY | O_CLOEXEC);
+			if (nfd < 0 || rs_fdguard_adopt((int)nfd, &kept) < 0) {
+				if (nfd >= 0)
+					rs_sys_close((int)nfd);
+				kept_failed = 1;
+			}
+		}
+		fd = kept;
+		pthread_mutex_unlock(&kept_lock);
+	}
+	if (fd >= 0 && rs_syscall(SYS_newfstatat, fd, "", &st, AT_EMPTY_PATH) == 0)
+		return (long)st.st_size;
 	if (rs_syscall(SYS_newfstatat, AT_FDCWD, "/proc/self/fd", &st, 0) < 0)
 		return -1;
 	return (long)st.st_size;
@@ -214,7 +239,12 @@ static void drop_stale(void)
 void rs_foreign_after_fork_child(void)
 {
 	pthread_mutex_init(&scan_lock, NULL);
+	pthread_mutex_init(&kept_lock, NULL);
 	atomic_store(&making, 0);
+	if (kept >= 0)
+		rs_fdguard_release(kept); /* the parent's table: reopened at the next look */
+	kept = -1;
+	kept_failed = 0;
 }
 
 int rs_foreign_uring_found(void)

@@ -1,0 +1,131 @@
+/* Unit tests for the look for a program's own io_uring (foreign.c): no
+ * ring, a ring made after a look, the kept /proc/<pid>/fd descriptor
+ * hidden among the engine's, and a fork child, whose count must be its own
+ * table's, not the parent's.  Each case runs in a child process: a ring
+ * once found is final for the process. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/io_uring.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+/* A ring made as liburing 2.2 and later make it: nothing the library sees. */
+static int raw_ring(void)
+{
+	struct io_uring_params p;
+	memset(&p, 0, sizeof(p));
+	return (int)syscall(__NR_io_uring_setup, 4, &p);
+}
+
+/* Run fn in a fork child: its exit status (0 = every check held). */
+static int in_child(int (*fn)(void))
+{
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0)
+		_exit(fn());
+	int st;
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFEXITED(st));
+	return WEXITSTATUS(st);
+}
+
+static int no_ring(void)
+{
+	if (rs_foreign_uring_found() != 0) /* lists, finds none */
+		return 1;
+	if (rs_foreign_uring_found() != 0) /* the counts agree: no listing */
+		return 2;
+	int fd = open("/dev/null", O_RDONLY); /* seen by the library */
+	rs_foreign_fd_known(fd);
+	if (rs_foreign_uring_found() != 0)
+		return 3;
+	/* The kept descriptor is the engine's: hidden, close-on-exec. */
+	int got[RS_MAX_ENGINE_FDS];
+	int n = rs_fdguard_list(got, RS_MAX_ENGINE_FDS);
+	if (n != 1 || !(fcntl(got[0], F_GETFD) & FD_CLOEXEC))
+		return 4;
+	return 0;
+}
+
+static int ring_after_look(void)
+{
+	if (rs_foreign_uring_found() != 0)
+		return 1;
+	if (raw_ring() < 0)
+		return 77;
+	if (rs_foreign_uring_found() != 1)
+		return 2;
+	return 0;
+}
+
+/* The parent looked (the kept descriptor names its table) and waits;
+ * the child, after the fork handler, makes a ring.  Had the child kept
+ * the parent's descriptor, it would count the parent's table, which
+ * equals the child's count of descriptors it saw, and miss the ring. */
+static int fork_child_ring(void)
+{
+	if (rs_foreign_uring_found() != 0)
+		return 1;
+	pid_t pid = fork();
+	if (pid < 0)
+		return 2;
+	if (pid == 0) {
+		rs_foreign_after_fork_child(); /* what the atfork handler runs */
+		if (raw_ring() < 0)
+			_exit(77);
+		_exit(rs_foreign_uring_found() == 1 ? 0 : 3);
+	}
+	int st;
+	if (waitpid(pid, &st, 0) != pid || !WIFEXITED(st))
+		return 4;
+	if (WEXITSTATUS(st) != 0)
+		return WEXITSTATUS(st);
+	/* The parent's own look still agrees with its table. */
+	return rs_foreign_uring_found() == 0 ? 0 : 5;
+}
+
+static void check(int (*fn)(void))
+{
+	int r = in_child(fn);
+	if (r == 77)
+		skip();
+	assert_int_equal(r, 0);
+}
+
+static void test_no_ring(void **state)
+{
+	(void)state;
+	check(no_ring);
+}
+
+static void test_ring_after_look(void **state)
+{
+	(void)state;
+	check(ring_after_look);
+}
+
+static void test_fork_child_ring(void **state)
+{
+	(void)state;
+	check(fork_child_ring);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_no_ring),
+		cmocka_unit_test(test_ring_after_look),
+		cmocka_unit_test(test_fork_child_ring),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
