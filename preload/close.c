@@ -46,7 +46,7 @@ RS_EXPORT int close(int fd)
 	}
 	if (records_mine()) {
 		rs_kw_fd_gone(fd);
-		rs_foreign_fd_gone(fd);
+		rs_fdseen_gone(fd);
 	}
 	return REAL(close)(fd);
 }
@@ -84,7 +84,7 @@ static int dup_onto(int fd, int fd2, int flags, int use_dup3)
 	}
 	if (fd != fd2 && records_mine()) {
 		rs_kw_fd_gone(fd2);
-		rs_foreign_fd_gone(fd2);
+		rs_fdseen_gone(fd2);
 	}
 	int r = use_dup3 ? REAL(dup3)(fd, fd2, flags) : REAL(dup2)(fd, fd2);
 	if (r >= 0 && fd != fd2 && rs_ready())
@@ -115,7 +115,7 @@ static int close_range_guarded(unsigned first, unsigned last, int flags)
 		rs_kw_range_gone(first, last);
 	if (!rs_ready() || (flags & CLOSE_RANGE_CLOEXEC)) {
 		if (closes)
-			rs_foreign_range_gone(first, last);
+			rs_fdseen_range_gone(first, last);
 		return REAL(close_range)(first, last, flags);
 	}
 	int keep[RS_MAX_ENGINE_FDS];
@@ -133,7 +133,7 @@ static int close_range_guarded(unsigned first, unsigned last, int flags)
 						rs_engine_before_close(rs_fd_peek((int)f), (int)f);
 			rs_fd_forget_range((unsigned)lo, (unsigned)(k - 1));
 			/* (the gaps only: the engine's stay open, and known) */
-			rs_foreign_range_gone((unsigned)lo, (unsigned)(k - 1));
+			rs_fdseen_range_gone((unsigned)lo, (unsigned)(k - 1));
 			if (REAL(close_range)((unsigned)lo, (unsigned)(k - 1), flags) < 0)
 				r = -1;
 		}

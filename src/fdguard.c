@@ -77,8 +77,8 @@ int rs_fdguard_adopt(int fd, int *owner)
 	if (nfd < 0)
 		return nfd;
 	rs_sys_close(fd);
-	rs_foreign_fd_gone(fd);
-	rs_foreign_fd_known(nfd);
+	rs_fdseen_gone(fd);
+	rs_fdseen_add(nfd);
 	for (int i = 0; i < RS_MAX_ENGINE_FDS; i++) {
 		int expect = 0;
 		if (atomic_compare_exchange_strong(&engine_fds[i], &expect, nfd + 1)) {
@@ -120,7 +120,7 @@ void rs_fdguard_release(int fd)
 	}
 	update_lowest();
 	rs_sys_close(fd);
-	rs_foreign_fd_gone(fd);
+	rs_fdseen_gone(fd);
 }
 
 int rs_fdguard_evict(int fd)
@@ -141,8 +141,8 @@ int rs_fdguard_evict(int fd)
 			__atomic_store_n(o, nfd, __ATOMIC_RELEASE);
 		update_lowest();
 		rs_sys_close(fd);
-		rs_foreign_fd_known(nfd);
-		rs_foreign_fd_gone(fd);
+		rs_fdseen_add(nfd);
+		rs_fdseen_gone(fd);
 		return 0;
 	}
 	return 0;

@@ -180,7 +180,7 @@ int rs_fd_track(int fd, int domain, int type, int protocol)
 	atomic_store(&s->refs, 1);
 	atomic_fetch_add(&live, 1);
 	slot_replace(slot, s->index + 1);
-	rs_foreign_fd_known(fd); /* a socket: not an io_uring */
+	rs_fdseen_add(fd); /* a socket: not an io_uring */
 	return 0;
 }
 

@@ -11,19 +11,21 @@
  * of its own (fdguard.c tells which are).
  *
  * Looking is a directory listing of /proc/self/fd, so it is kept for when
- * something the library did not see can have appeared: every descriptor
- * it has checked (or made, or seen made as a socket) has its bit in a
- * bitmap, dropped when the library sees it closed.  Since Linux 6.2,
- * stat("/proc/self/fd").st_size is the number of open descriptors; while
- * it equals the number of bits, every open descriptor is one the library
- * checked, and there is nothing to list.  On an older kernel (st_size 0)
- * every arm lists.  The count is read through an O_PATH descriptor of the
- * directory that the engine keeps (fdguard hides it from the program): a
- * stat of the path walks /proc/self each time, about four times the cost,
- * and a connection per request makes an arm per request.  A fork child
- * reopens it, since the parent's names the parent's table.  A descriptor closed behind the library's back
- * (a raw close system call) leaves a stale bit until the next listing,
- * which drops the bits of every descriptor no longer open.
+ * something the library did not see can have appeared: fdseen.c keeps a
+ * bit for every descriptor the library made, saw made or checked, dropped
+ * when it sees it closed.  Since Linux 6.2, the st_size of a stat of
+ * /proc/self/fd is the number of open descriptors; while it equals the
+ * number of bits, every open descriptor is one the library checked, and
+ * there is nothing to list.  On an older kernel (st_size 0) every arm
+ * lists.  A listing also drops the bits of descriptors closed behind the
+ * library's back (a raw close system call), once there are more bits than
+ * open descriptors.
+ *
+ * The count is read through an O_PATH descriptor of the directory that the
+ * engine keeps (fdguard hides it from the program): a stat of the path
+ * walks /proc/self each time, about four times the cost (0.6 against
+ * 2.3 us here), and a connection per request makes an arm per request.  A
+ * fork child reopens it, since the parent's names the parent's table.
  *
  * Without /proc the engine cannot know, so it reports a ring found: the
  * rule is that where the engine cannot know, it does not read ahead.
@@ -33,14 +35,10 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <sys/resource.h>
 #include <sys/stat.h>
 
 #include "internal.h"
 #include "sys.h"
-
-#define MAX_FDS (1u << 20)
 
 struct kdirent { /* getdents64's record */
 	uint64_t d_ino;
@@ -50,69 +48,12 @@ struct kdirent { /* getdents64's record */
 	char d_name[];
 };
 
-static _Atomic(uint64_t) *bits; /* fd checked (not a foreign ring) */
-static size_t nwords;
-static atomic_long nknown;     /* bits set */
 static int found;              /* a foreign ring was seen: final */
 static atomic_int making;      /* the engine is between io_uring_setup and adopting the fd */
 static pthread_mutex_t scan_lock = PTHREAD_MUTEX_INITIALIZER;
 static int kept = -1;          /* O_PATH fd of /proc/<pid>/fd, fdguard's; -1 none yet */
 static int kept_failed;        /* it could not be opened: stat the path */
 static pthread_mutex_t kept_lock = PTHREAD_MUTEX_INITIALIZER; /* leaf */
-
-static int bitmap_ready(void)
-{
-	if (__atomic_load_n(&bits, __ATOMIC_ACQUIRE))
-		return 1;
-	pthread_mutex_lock(&scan_lock);
-	if (!bits) {
-		struct rlimit rl;
-		size_t n = MAX_FDS;
-		if (rs_syscall(SYS_prlimit64, 0, RLIMIT_NOFILE, NULL, &rl) == 0 && rl.rlim_max < MAX_FDS)
-			n = rl.rlim_max < 1024 ? 1024 : (size_t)rl.rlim_max;
-		size_t w = (n + 63) / 64;
-		void *m = mmap(NULL, w * 8, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-		if (m != MAP_FAILED) {
-			nwords = w;
-			__atomic_store_n(&bits, m, __ATOMIC_RELEASE);
-		}
-	}
-	pthread_mutex_unlock(&scan_lock);
-	return bits != NULL;
-}
-
-void rs_foreign_fd_known(int fd)
-{
-	if (fd < 0 || !bitmap_ready() || (size_t)fd / 64 >= nwords)
-		return;
-	uint64_t m = 1ull << (fd % 64);
-	if (!(atomic_fetch_or(&bits[fd / 64], m) & m))
-		atomic_fetch_add(&nknown, 1);
-}
-
-void rs_foreign_fd_gone(int fd)
-{
-	if (fd < 0 || !__atomic_load_n(&bits, __ATOMIC_ACQUIRE) || (size_t)fd / 64 >= nwords)
-		return;
-	uint64_t m = 1ull << (fd % 64);
-	if (atomic_fetch_and(&bits[fd / 64], ~m) & m)
-		atomic_fetch_sub(&nknown, 1);
-}
-
-void rs_foreign_range_gone(unsigned first, unsigned last)
-{
-	if (!__atomic_load_n(&bits, __ATOMIC_ACQUIRE))
-		return;
-	for (size_t w = first / 64; w < nwords && w <= last / 64; w++) {
-		uint64_t m = ~0ull;
-		if (w == first / 64)
-			m &= ~0ull << (first % 64);
-		if (w == last / 64 && last % 64 != 63)
-			m &= (1ull << (last % 64 + 1)) - 1;
-		uint64_t old = atomic_fetch_and(&bits[w], ~m);
-		atomic_fetch_sub(&nknown, __builtin_popcountll(old & m));
-	}
-}
 
 void rs_foreign_making(int delta)
 {
@@ -156,22 +97,17 @@ static int is_uring(int dirfd, const char *name)
 	return strcmp(link, "anon_inode:[io_uring]") == 0;
 }
 
-static int is_known(int fd)
-{
-	return (size_t)fd / 64 < nwords && (atomic_load(&bits[fd / 64]) & (1ull << (fd % 64)));
-}
-
 /* Is fd, an io_uring, the program's?  The engine's own are known from the
- * moment fdguard adopts them (rs_foreign_fd_known); one being made is not
+ * moment fdguard adopts them (rs_fdseen_add); one being made is not
  * yet: wait for the making to end (it takes no lock the caller holds) and
  * look again. */
 static int foreign_ring(int dirfd, const char *name, int fd)
 {
 	for (;;) {
-		if (is_known(fd))
+		if (rs_fdseen_has(fd))
 			return 0;
 		if (!atomic_load(&making))
-			return is_uring(dirfd, name) && !is_known(fd);
+			return is_uring(dirfd, name) && !rs_fdseen_has(fd);
 		rs_syscall(SYS_sched_yield, 0);
 	}
 }
@@ -201,35 +137,19 @@ static int scan(int *which)
 			int fd = atoi(d->d_name);
 			if (fd == dirfd)
 				continue;
-			if (is_known(fd))
+			if (rs_fdseen_has(fd))
 				continue;
 			if (foreign_ring(dirfd, d->d_name, fd)) {
 				*which = fd;
 				res = 1;
 				goto out;
 			}
-			rs_foreign_fd_known(fd);
+			rs_fdseen_add(fd);
 		}
 	}
 out:
 	rs_sys_close(dirfd);
 	return res;
-}
-
-/* Drop the bits of descriptors that are no longer open (closed behind the
- * library's back): F_GETFD on each checked one the count says is stale. */
-static void drop_stale(void)
-{
-	for (size_t w = 0; w < nwords; w++) {
-		uint64_t v = atomic_load(&bits[w]);
-		while (v) {
-			int b = __builtin_ctzll(v);
-			v &= v - 1;
-			int fd = (int)(w * 64 + (size_t)b);
-			if (rs_syscall(SYS_fcntl, fd, F_GETFD, 0) < 0)
-				rs_foreign_fd_gone(fd);
-		}
-	}
 }
 
 /* In a fork child: the thread that held the lock, or was making a ring,
@@ -251,18 +171,18 @@ int rs_foreign_uring_found(void)
 {
 	if (rs_likely(__atomic_load_n(&found, __ATOMIC_ACQUIRE) == 0)) {
 		long open = open_count();
-		if (open > 0 && open == atomic_load(&nknown))
+		if (open > 0 && open == rs_fdseen_count())
 			return 0;
 	} else {
 		return 1;
 	}
-	if (!bitmap_ready())
+	if (!rs_fdseen_ready())
 		return 0; /* no memory for the bitmap: (nothing better to do) */
 	pthread_mutex_lock(&scan_lock);
 	int which = -1;
 	int r = found ? 1 : scan(&which);
-	if (r == 0 && open_count() > 0 && open_count() < atomic_load(&nknown))
-		drop_stale();
+	if (r == 0 && open_count() > 0 && open_count() < rs_fdseen_count())
+		rs_fdseen_drop_closed();
 	if (r != 0 && !found) {
 		__atomic_store_n(&found, 1, __ATOMIC_RELEASE);
 		if (r < 0)

@@ -186,14 +186,20 @@ void rs_fdguard_release(int fd); /* the engine closes its own fd */
  * out of the way first.  Returns 0 or -errno. */
 int rs_fdguard_evict(int fd);
 
+/* ---- fdseen.c: descriptors the library has seen (foreign.c counts them) -- */
+int rs_fdseen_ready(void);        /* 0 without memory for the bitmap */
+void rs_fdseen_add(int fd);       /* a descriptor the library made, saw made, or checked */
+void rs_fdseen_gone(int fd);      /* closed, or about to be replaced (dup2) */
+void rs_fdseen_range_gone(unsigned first, unsigned last);
+int rs_fdseen_has(int fd);
+long rs_fdseen_count(void);       /* bits set */
+void rs_fdseen_drop_closed(void); /* drop the bits of descriptors no longer open */
+
 /* ---- foreign.c: io_urings the program made without libc ------------------ */
 /* 1 when the process holds an io_uring that is not the engine's (looked
  * for only when descriptors the library did not check can be open), or
  * when that cannot be known (no /proc).  Once 1, always 1. */
 int rs_foreign_uring_found(void);
-void rs_foreign_fd_known(int fd); /* a descriptor the library made or saw made */
-void rs_foreign_fd_gone(int fd);  /* closed, or about to be replaced (dup2) */
-void rs_foreign_range_gone(unsigned first, unsigned last);
 void rs_foreign_making(int delta); /* +1 before the engine's io_uring_setup, -1 once adopted */
 void rs_foreign_after_fork_child(void);
 

@@ -46,7 +46,7 @@ static int no_ring(void)
 	if (rs_foreign_uring_found() != 0) /* the counts agree: no listing */
 		return 2;
 	int fd = open("/dev/null", O_RDONLY); /* seen by the library */
-	rs_foreign_fd_known(fd);
+	rs_fdseen_add(fd);
 	if (rs_foreign_uring_found() != 0)
 		return 3;
 	/* The kept descriptor is the engine's: hidden, close-on-exec. */
