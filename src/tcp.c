@@ -99,8 +99,12 @@ static struct rs_esock *arm(struct rs_sock *s, int fd)
 		/* New: its first reads go to the kernel (one request and a close
 		 * would pay for arming and cancelling a receive for nothing). */
 		t->direct_why = RS_DIRECT_PROBATION;
-		t->rx_probation = (uint8_t)rs_rt.cfg.v[RS_K_ARM_AFTER];
+		long left = rs_rt.cfg.v[RS_K_ARM_AFTER] - s->pre_reads; /* (those made before) */
+		t->rx_probation = (uint8_t)(left > 0 ? left : 1);
 	}
+	/* (t->sent stays 0 though a send went to the kernel before: the
+	 * engine's first send goes to the kernel too, which says whether the
+	 * connection has ended since; the reads before may have seen it end.) */
 	t->rx_direct = t->direct_why != RS_DIRECT_NONE;
 	rs_ring_lock(r);
 	if (rs_esock_install(r, &t->e) < 0) {
@@ -132,8 +136,10 @@ static void leave_ring(struct rs_ring *r, struct rs_esock *e)
 
 /* Armed when an epoll set registers it (this thread will wait for it); a
  * new nonblocking socket, which reads through the kernel first anyway
- * (RINGSOCK_ARM_AFTER), at its first read or send instead, so an idle
- * connection costs no engine state. */
+ * (RINGSOCK_ARM_AFTER), at the last read of its probation or its second
+ * send instead (before them its calls are the kernel's: rs_tcp_recv_call,
+ * rs_tcp_send_call), so an idle or one-request connection costs no engine
+ * state. */
 static int arm_when_watched(struct rs_sock *s)
 {
 	return !(s->nonblock && rs_rt.cfg.v[RS_K_ARM_AFTER]);

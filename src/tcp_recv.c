@@ -343,6 +343,22 @@ ssize_t rs_tcp_recv_call(struct rs_sock *s, int fd, const struct iovec *iov, int
 	int e = rs_kept_error(s);
 	if (e)
 		return -e;
+	unsigned after = (unsigned)rs_rt.cfg.v[RS_K_ARM_AFTER];
+	if (s->nonblock && s->pre_reads + 1u < after && !atomic_load_explicit(&s->eng, memory_order_acquire)) {
+		/* A new nonblocking socket's first reads are the kernel's
+		 * (probation, tcp.c arm), and so is its first send: until the
+		 * last read of its probation or its second send, it has no
+		 * engine state.  A connection per request (a request, one
+		 * response, the close) never enters the engine: no arm, no
+		 * look for a foreign ring, no epoll registration renewed, as
+		 * on the kernel path.  What the thread queued goes first, as
+		 * before any read of the kernel's. */
+		rs_ring_flush_own_tx();
+		long k = rs_sys_recvv(fd, iov, n, flags);
+		if (k > 0 && !(flags & MSG_PEEK))
+			s->pre_reads++;
+		return k;
+	}
 	int block = !s->nonblock && !(flags & MSG_DONTWAIT);
 	/* MSG_WAITALL on a blocking socket: until the buffer is full, the
 	 * stream ends, an error, the timeout or a signal */

@@ -51,6 +51,16 @@ ssize_t rs_tcp_send_call(struct rs_sock *s, int fd, const struct iovec *iov, int
 	int e = rs_kept_error(s);
 	if (e)
 		return send_error(e, flags);
+	if (s->nonblock && !s->sent_kernel && rs_rt.cfg.v[RS_K_ARM_AFTER] &&
+	    !atomic_load_explicit(&s->eng, memory_order_acquire)) {
+		/* A new nonblocking socket's first send, before the engine
+		 * serves it: the engine would send it straight to the kernel
+		 * too (send_to_kernel: !t->sent), so it makes no engine state
+		 * for it (see pre_reads in rs_tcp_recv_call).  The caller
+		 * flushes what the thread queued first. */
+		s->sent_kernel = 1;
+		return RS_PASS;
+	}
 	/* A blocking send returns when all is accepted, or with what was
 	 * when the timeout or a signal ends it. */
 	int block = !s->nonblock && !(flags & MSG_DONTWAIT);
