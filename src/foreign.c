@@ -31,6 +31,7 @@
  * rule is that where the engine cannot know, it does not read ahead.
  */
 #define _GNU_SOURCE 1 /* (O_PATH, AT_EMPTY_PATH) */
+#include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -71,10 +72,12 @@ static long open_count(void)
 		if (kept < 0 && !kept_failed) {
 			long nfd = rs_syscall(SYS_openat, AT_FDCWD, "/proc/self/fd",
 					      O_PATH | O_DIRECTORY | O_CLOEXEC);
-			if (nfd < 0 || rs_fdguard_adopt((int)nfd, &kept) < 0) {
+			long a = nfd < 0 ? nfd : rs_fdguard_adopt((int)nfd, &kept);
+			if (a < 0) {
 				if (nfd >= 0)
 					rs_sys_close((int)nfd);
-				kept_failed = 1;
+				/* (at the descriptor limit: tried again next time) */
+				kept_failed = a != -EMFILE && a != -ENFILE;
 			}
 		}
 		fd = kept;
@@ -117,6 +120,8 @@ static int foreign_ring(int dirfd, const char *name, int fd)
 static int scan(int *which)
 {
 	int dirfd = (int)rs_syscall(SYS_openat, AT_FDCWD, "/proc/self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dirfd == -EMFILE || dirfd == -ENFILE || dirfd == -ENOMEM)
+		return -2; /* no descriptor free now: look again at the next arm */
 	if (dirfd < 0)
 		return -1;
 	int res = 0;
@@ -183,6 +188,12 @@ int rs_foreign_uring_found(void)
 	int r = found ? 1 : scan(&which);
 	if (r == 0 && open_count() > 0 && open_count() < rs_fdseen_count())
 		rs_fdseen_drop_closed();
+	if (r == -2) {
+		/* The program holds every descriptor its limit allows (or the
+		 * system's): this socket is not armed, the next arm looks again. */
+		pthread_mutex_unlock(&scan_lock);
+		return RS_FOREIGN_UNKNOWN;
+	}
 	if (r != 0 && !found) {
 		__atomic_store_n(&found, 1, __ATOMIC_RELEASE);
 		if (r < 0)

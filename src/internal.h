@@ -203,7 +203,10 @@ void rs_fdseen_drop_closed(void); /* drop the bits of descriptors no longer open
 /* ---- foreign.c: io_urings the program made without libc ------------------ */
 /* 1 when the process holds an io_uring that is not the engine's (looked
  * for only when descriptors the library did not check can be open), or
- * when that cannot be known (no /proc).  Once 1, always 1. */
+ * when that cannot be known (no /proc).  Once 1, always 1.
+ * RS_FOREIGN_UNKNOWN when it cannot be looked at now (no descriptor free
+ * for the listing): the socket is not armed this time. */
+#define RS_FOREIGN_UNKNOWN 2
 int rs_foreign_uring_found(void);
 void rs_foreign_making(int delta); /* +1 before the engine's io_uring_setup, -1 once adopted */
 void rs_foreign_after_fork_child(void);

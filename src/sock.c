@@ -528,7 +528,10 @@ struct rs_esock *rs_esock_enter(struct rs_sock *s, int fd, int do_arm)
 		 * here, and the look was skipped after a thread's first
 		 * arm); not with an engine lock held, as in a handler's
 		 * call that interrupted the engine: the next arm looks. */
-		if (rs_unlikely(!rs_lock_depth && rs_foreign_uring_found()))
+		int foreign = rs_lock_depth ? 0 : rs_foreign_uring_found();
+		if (rs_unlikely(foreign == RS_FOREIGN_UNKNOWN))
+			return NULL; /* (maybe later) */
+		if (rs_unlikely(foreign))
 			rs_esock_refuse_all(RINGSOCK_PT_URING);
 		int refuse = __atomic_load_n(&rs_engine_refuse, __ATOMIC_ACQUIRE);
 		if (refuse) {

@@ -307,7 +307,11 @@ for m in $LIB_MODES; do
 	done
 	echo "  $m: $(find "$TMP/$m/stats" -type f | wc -l) processes reported; per group, sockets accelerated/calls answered without a system call:$line"
 	check "$m: the engine served sockets (accelerated=$total)" test "$total" -gt 0
-	for g in http bufferevent; do
+	# Per group only where receives are armed at once: with the default
+	# knobs a connection that ends within its first reads and one send
+	# never enters the engine (RINGSOCK_ARM_AFTER), and bufferevent's
+	# tests make mostly such connections.
+	[ "$m" = arm0 ] && for g in http bufferevent; do
 		case " $(echo $LE_GROUPS) " in *" $g "*)
 			a=$(sum_stat "$m" "$g" accelerated)
 			check "$m: the engine served $g's TCP connections (accelerated=$a)" test "$a" -gt 0 ;;

@@ -1,7 +1,7 @@
 /* Unit tests for the look for a program's own io_uring (foreign.c): no
  * ring, a ring made after a look, the kept /proc/<pid>/fd descriptor
- * hidden among the engine's, and a fork child, whose count must be its own
- * table's, not the parent's.  Each case runs in a child process: a ring
+ * hidden among the engine's, a fork child, whose count must be its own
+ * table's, not the parent's, and the descriptor limit.  Each case runs in a child process: a ring
  * once found is final for the process. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -12,6 +12,7 @@
 #include <fcntl.h>
 #include <linux/io_uring.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -94,6 +95,32 @@ static int fork_child_ring(void)
 	return rs_foreign_uring_found() == 0 ? 0 : 5;
 }
 
+/* At the descriptor limit the listing cannot be made: the answer is
+ * "not now" (the socket is not armed), never a ring found for good. */
+static int at_fd_limit(void)
+{
+	if (rs_foreign_uring_found() != 0)
+		return 1;
+	int unseen = open("/dev/null", O_RDONLY); /* not seen: the next look lists */
+	int lowest = dup(0);
+	if (unseen < 0 || lowest < 0)
+		return 2;
+	close(lowest);
+	struct rlimit old, rl;
+	getrlimit(RLIMIT_NOFILE, &old);
+	rl = old;
+	rl.rlim_cur = (rlim_t)lowest; /* no number free below it */
+	if (setrlimit(RLIMIT_NOFILE, &rl))
+		return 3;
+	int r = rs_foreign_uring_found();
+	setrlimit(RLIMIT_NOFILE, &old);
+	if (r != RS_FOREIGN_UNKNOWN)
+		return 4;
+	if (rs_foreign_uring_found() != 0) /* room again: it lists, finds none */
+		return 5;
+	return 0;
+}
+
 static void check(int (*fn)(void))
 {
 	int r = in_child(fn);
@@ -120,12 +147,19 @@ static void test_fork_child_ring(void **state)
 	check(fork_child_ring);
 }
 
+static void test_at_fd_limit(void **state)
+{
+	(void)state;
+	check(at_fd_limit);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_no_ring),
 		cmocka_unit_test(test_ring_after_look),
 		cmocka_unit_test(test_fork_child_ring),
+		cmocka_unit_test(test_at_fd_limit),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
