@@ -50,6 +50,69 @@ static int report(struct epoll_event *evs, int n, struct rs_epreg *g, uint32_t r
 	return n + 1;
 }
 
+/* What g's socket is ready for now, from engine state, or 0: nothing to
+ * report this time.  A socket another thread's ring serves goes into
+ * foreign[0..*nforeign), its fd into fds (up to 8), to detach; one in
+ * hand-over sets *transient (look again soon).  g goes back on the ready
+ * list where it must be looked at again.  Called with ep->lock held. */
+static unsigned reg_ready(struct rs_ep *ep, struct rs_epreg *g, struct rs_ring *r, struct rs_sock **foreign,
+			  int *nforeign, int *fds, int *transient)
+{
+	struct rs_esock *t = g->s ? atomic_load(&g->s->eng) : NULL;
+	if (!t) {
+		/* Never armed: the kernel reports it (its registration
+		 * is the whole one) and has its own edge for a new or
+		 * changed registration.  Ours is dropped, or arming
+		 * later would report its state a second time (after a
+		 * reset the kernel reported: IN|HUP again). */
+		g->edge = 0;
+		return 0;
+	}
+	struct rs_ring *o = rs_esock_owner(t);
+	int mode = rs_esock_mode(t);
+	if (o && o != r && mode == RS_ES_ARMED) {
+		if (*nforeign < 8) {
+			fds[*nforeign] = g->fd;
+			foreign[(*nforeign)++] = g->s;
+		}
+		rs_epr_ready_push(ep, g); /* looked at again once detached */
+		return 0;
+	}
+	unsigned ready;
+	unsigned held;
+	if (g->engine && o == r && mode == RS_ES_ARMED) {
+		ready = rs_esock_readiness(t);
+	} else if ((held = rs_esock_held_events(t)) != 0) {
+		/* held after detaching: bytes, or an error taken from the
+		 * kernel */
+		ready = (held & EPOLLIN ? EPOLLIN | EPOLLRDNORM : 0) | (held & EPOLLERR);
+		if (!g->engine) {
+			/* and what the kernel says of the socket meanwhile
+			 * (EPOLLPRI, EPOLLOUT...), in the same event, as one
+			 * kernel registration reports it: through a
+			 * descriptor that is still this socket's (the
+			 * registered number may have been closed and reused
+			 * for another socket; the registration follows the
+			 * open socket) */
+			int pfd = g->fd;
+			if (rs_fd_peek(pfd) != g->s)
+				pfd = rs_fd_peek(t->fd) == g->s ? t->fd : -1;
+			struct pollfd p = { pfd, (short)(g->events & 0xffff), 0 };
+			if (pfd >= 0 && rs_syscall(SYS_poll, &p, 1, 0) == 1 && !(p.revents & POLLNVAL))
+				ready |= (unsigned)p.revents;
+		}
+	} else {
+		if (mode == RS_ES_DETACHING) {
+			*transient = 1;
+			rs_epr_ready_push(ep, g); /* the owner may still move data */
+		}
+		return 0;
+	}
+	if (mode == RS_ES_DETACHING)
+		*transient = 1;
+	return ready;
+}
+
 /* The ready list's events into evs[start..max); returns the new count.
  * start == 0 begins a round; start > 0 is a second look in the same wait
  * (rs_ep_wait), at what the kernel's events just pushed. */
@@ -69,59 +132,8 @@ static int collect(struct rs_ep *ep, struct rs_ring *r, struct epoll_event *evs,
 			rs_epr_ready_push(ep, g);
 			continue;
 		}
-		struct rs_esock *t = g->s ? atomic_load(&g->s->eng) : NULL;
-		if (!t) {
-			/* Never armed: the kernel reports it (its registration
-			 * is the whole one) and has its own edge for a new or
-			 * changed registration.  Ours is dropped, or arming
-			 * later would report its state a second time (after a
-			 * reset the kernel reported: IN|HUP again). */
-			g->edge = 0;
-			continue;
-		}
-		struct rs_ring *o = rs_esock_owner(t);
-		int mode = rs_esock_mode(t);
-		if (o && o != r && mode == RS_ES_ARMED) {
-			if (*nforeign < 8) {
-				fds[*nforeign] = g->fd;
-				foreign[(*nforeign)++] = g->s;
-			}
-			rs_epr_ready_push(ep, g); /* looked at again once detached */
-			continue;
-		}
-		unsigned ready;
-		unsigned held;
-		if (g->engine && o == r && mode == RS_ES_ARMED) {
-			ready = rs_esock_readiness(t);
-		} else if ((held = rs_esock_held_events(t)) != 0) {
-			/* held after detaching: bytes, or an error taken from the
-			 * kernel */
-			ready = (held & EPOLLIN ? EPOLLIN | EPOLLRDNORM : 0) | (held & EPOLLERR);
-			if (!g->engine) {
-				/* and what the kernel says of the socket meanwhile
-				 * (EPOLLPRI, EPOLLOUT...), in the same event, as one
-				 * kernel registration reports it: through a
-				 * descriptor that is still this socket's (the
-				 * registered number may have been closed and reused
-				 * for another socket; the registration follows the
-				 * open socket) */
-				int pfd = g->fd;
-				if (rs_fd_peek(pfd) != g->s)
-					pfd = rs_fd_peek(t->fd) == g->s ? t->fd : -1;
-				struct pollfd p = { pfd, (short)(g->events & 0xffff), 0 };
-				if (pfd >= 0 && rs_syscall(SYS_poll, &p, 1, 0) == 1 && !(p.revents & POLLNVAL))
-					ready |= (unsigned)p.revents;
-			}
-		} else {
-			if (mode == RS_ES_DETACHING) {
-				*transient = 1;
-				rs_epr_ready_push(ep, g); /* the owner may still move data */
-			}
-			continue;
-		}
-		if (mode == RS_ES_DETACHING)
-			*transient = 1;
-		unsigned ev = ready & (g->events | EPOLLERR | EPOLLHUP);
+		unsigned ev = reg_ready(ep, g, r, foreign, nforeign, fds, transient) &
+			      (g->events | EPOLLERR | EPOLLHUP);
 		int et = g->events & EPOLLET;
 		if (!ev || g->disabled || (et && !g->edge))
 			continue;

@@ -1,12 +1,15 @@
 /* tcp_int.h - inside the stream-socket files: the TCP socket (struct
  * rs_tcp), the calls between tcp.c (policy: arming, completions,
- * readiness, shutdown, the hooks of close, detaching, fork), tcp_recv.c
- * (the receive path), tcp_send.c (the send family, queuing), tcp_flush.c
- * (submitting the queue, the drain hand-over, send completions), tcpq.c
- * (the queues and the errors kept with them) and block.c (blocking
- * calls).  Layers: tcp.c calls tcp_recv.c and tcp_send.c, tcp_send.c calls
- * tcp_flush.c, and they call tcpq.c and block.c; never back up.
- * Every function here runs with the socket's lock held (rs_esock_enter). */
+ * readiness, shutdown, the hooks of close, detaching, fork),
+ * tcp_recvcall.c (the recv family's whole call), tcp_recv.c (the receive
+ * path), tcp_send.c (the send family, queuing), tcp_flush.c (submitting
+ * the queue, the drain hand-over, send completions), tcpq.c (the queues
+ * and the errors kept with them) and block.c (blocking calls).  Layers:
+ * tcp.c calls tcp_recvcall.c, tcp_recv.c and tcp_send.c, tcp_recvcall.c
+ * calls tcp_recv.c, tcp_send.c calls tcp_flush.c, and they call tcpq.c
+ * and block.c; never back up.
+ * Every function here runs with the socket's lock held (rs_esock_enter),
+ * unless it says otherwise. */
 #ifndef RS_TCP_INT_H
 #define RS_TCP_INT_H
 
@@ -145,6 +148,11 @@ void rs_tcp_recv_done(struct rs_ring *r, struct rs_tcp *t, struct io_uring_cqe *
 void rs_tcp_direct_read(struct rs_ring *r, struct rs_tcp *t, size_t want, int nonblocking, long n);
 /* The recv family: -errno or bytes.  flags are MSG_* flags. */
 ssize_t rs_tcp_recv(struct rs_tcp *t, const struct iovec *iov, int iovcnt, int flags);
+/* The kernel's view of fd, asked without the lock too: the next byte to
+ * read is the urgent mark; a pending error comes before any byte in its
+ * queue. */
+int rs_tcp_at_mark(int fd);
+int rs_tcp_error_next(int fd);
 
 /* ---- tcp_send.c, tcp_flush.c: the send path ---------------------------------- */
 void rs_tcp_submit_tx(struct rs_ring *r, struct rs_tcp *t);
@@ -204,7 +212,8 @@ int rs_tcp_take_error(struct rs_tcp *t);
 void rs_tcp_set_tx_err(struct rs_tcp *t, int e);
 
 /* The program's calls (the kind's table, tcp.c; sockcall.c's rs_sock_*):
- * -errno, bytes, or RS_PASS. */
+ * -errno, bytes, or RS_PASS; each takes the socket's lock itself.  The
+ * recv family's is tcp_recvcall.c's, the send family's tcp_send.c's. */
 ssize_t rs_tcp_recv_call(struct rs_sock *s, int fd, const struct iovec *iov, int n, int flags);
 ssize_t rs_tcp_send_call(struct rs_sock *s, int fd, const struct iovec *iov, int n, int flags);
 /* The SO_RCVLOWAT to give the kernel for the application's lowat: lowered

@@ -8,9 +8,11 @@
  * back on the peer) until the application has read half of it.  A bulk
  * reader, a new socket on probation (RINGSOCK_ARM_AFTER) and one starved
  * of buffers read through the kernel instead (rx_direct, rx_starved).
+ * The whole call (rs_tcp_recv_call: waits, MSG_WAITALL) is
+ * tcp_recvcall.c's.
  *
  * Every function here runs with the socket's lock held (rs_esock_enter),
- * except the whole call (rs_tcp_recv_call), which takes it.
+ * except rs_tcp_at_mark and rs_tcp_error_next, which only ask the kernel.
  */
 #include <errno.h>
 #include <poll.h>
@@ -129,11 +131,10 @@ static void end_direct(struct rs_ring *r, struct rs_tcp *t)
  *     became an event loop's), or RS_WAITER_RETRY blocking reads (it is
  *     given the engine again; RS_WAITS_TO_DIRECT blocking reads in a row
  *     that each wait send it back to the kernel if it still waits for
- *     every read);
+ *     every read: tcp_recvcall.c);
  *   a bulk reader: RS_BULK_BACK reads in a row below
  *     RINGSOCK_DIRECT_THRESHOLD (it reads small from now on; a large
  *     read starts the count again). */
-#define RS_WAITS_TO_DIRECT 4
 #define RS_WAITER_BACK 4
 #define RS_WAITER_RETRY 1024
 #define RS_BULK_BACK 16
@@ -177,26 +178,9 @@ void rs_tcp_direct_read(struct rs_ring *r, struct rs_tcp *t, size_t want, int no
 		end_direct(r, t);
 }
 
-/* Detached with nothing held: from now on the kernel serves it alone
- * (the core decides, with holds_nothing: tcp.c). */
-static void maybe_passive(struct rs_tcp *t)
-{
-	rs_esock_maybe_passive(&t->e);
-}
-
-/* Reads go to the kernel and the engine holds nothing of this socket's
- * input (nor an error a fork left shared), nor can a receive of ours
- * still bring some: a blocking read waits in the kernel at once. */
-static int kernel_reader(struct rs_tcp *t)
-{
-	return t->e.mode == RS_ES_ARMED && (t->rx_direct || t->rx_starved) && t->e.owner == rs_ring_tls &&
-	       !t->e.recv_armed &&
-	       !rs_rxq_held(t) && !t->rx_err && !t->rx_eof && !t->shut_rd && rs_rxq_leftover_empty(t);
-}
-
 /* The next byte to read is the urgent mark: the kernel ends a read there
  * once it has bytes, MSG_WAITALL or not. */
-static int at_mark(int fd)
+int rs_tcp_at_mark(int fd)
 {
 	int k = 0;
 	return rs_syscall(SYS_ioctl, fd, SIOCATMARK, &k) == 0 && k;
@@ -209,226 +193,12 @@ static int at_mark(int fd)
  * socket) and for poll's POLLERR; a read with nothing to copy would take
  * it.  (A read that copies bytes leaves it pending, so the kernel's
  * queued bytes are still taken.) */
-static int error_next(int fd)
+int rs_tcp_error_next(int fd)
 {
 	struct pollfd p = { fd, 0, 0 };
 	int inq = 0;
 	return rs_syscall(SYS_poll, &p, 1, 0) == 1 && (p.revents & POLLERR) &&
 	       (rs_syscall(SYS_ioctl, fd, SIOCINQ, &inq) < 0 || inq <= 0);
-}
-
-/* A blocking read got data: was there exactly one send since the last
- * one?  Then the program is a ping-pong client or server, and its next
- * send goes straight to the kernel (see rs_tcp_send). */
-static void note_recv(struct rs_sock *s)
-{
-	RS_STORE(s->pingpong, RS_LOAD(s->tx_run) == 1);
-	RS_STORE(s->tx_run, 0);
-}
-
-/* One read of the call (t entered): from the engine's queue, or, for a
- * blocking call with nothing in hand (kernel_first) when the kernel has
- * all the input, the kernel's read without waiting (-EAGAIN: it waits,
- * in rs_tcp_recv_call). */
-static ssize_t read_once(struct rs_tcp *t, struct iov_cur *cur, size_t want, int flags, int kernel_first)
-{
-	ssize_t r;
-	if (kernel_first && kernel_reader(t)) {
-		r = -EAGAIN; /* the kernel has it all: it waits, below */
-		if (!(flags & MSG_PEEK)) {
-			rs_tcp_direct_read(t->e.owner, t, want, 0, 0);
-			if (!t->rx_direct) /* (back to the engine's receive) */
-				r = rs_tcp_recv(t, cur->v, cur->n, flags);
-		}
-	} else {
-		r = rs_tcp_recv(t, cur->v, cur->n, flags);
-		if (r > 0 && !t->rx_direct && rs_ring_tls && t->e.owner == rs_ring_tls &&
-		    RS_LOAD(rs_ring_tls->alone) && t->e.mode == RS_ES_ARMED && !(flags & MSG_PEEK))
-			/* Its thread serves one socket per wake-up: nothing
-			 * for the ring to batch; the kernel's reads and sends
-			 * cost less (ep.c count_wake says when this ends). */
-			rs_tcp_go_direct(rs_ring_tls, t, RS_DIRECT_ALONE);
-	}
-	return r;
-}
-
-/* What a blocking call keeps across its rounds (rs_tcp_recv_call). */
-struct recv_call {
-	struct rs_sock *s;
-	int fd;
-	const struct iovec *iov; /* the caller's */
-	int n, flags, waitall;
-	size_t want;             /* bytes asked for (all of iov) */
-	int64_t deadline;
-};
-
-/* The call waits and the kernel has the data (a bulk reader, a socket
- * open in another process too): it waits, with its own timeout and signal
- * rules, after our queued sends have gone.  t entered; returns with it
- * unlocked: 1 when the call ends with *r, 0 to look again (*done, *stop
- * and cur as the loop keeps them). */
-static int kernel_waits(const struct recv_call *c, struct rs_tcp *t, struct iov_cur *cur, size_t *done,
-			int *stop, ssize_t *r)
-{
-	if (rs_ring_has_work(t->e.owner)) {
-		rs_ring_progress(t->e.owner);
-		rs_esock_unlock(&t->e);
-		return 0;
-	}
-	rs_esock_unlock(&t->e);
-	if (*done) {
-		/* MSG_WAITALL with bytes in hand: a new kernel read
-		 * would start from nothing, and a signal with
-		 * SA_RESTART would restart it rather than end it
-		 * with those bytes, as the one call without us
-		 * does.  Wait for input here instead. */
-		*stop = rs_block_on_fd(c->fd, POLLIN, c->deadline, 1);
-		return 0;
-	}
-	struct msghdr m = { .msg_iov = cur->v, .msg_iovlen = (size_t)cur->n };
-	rs_sig_clear();
-	*r = rs_blocking_syscall(SYS_recvmsg, c->fd, (long)&m, c->flags, 0, 0, 0);
-	if (*r > 0) {
-		note_recv(c->s);
-		rs_stat_add(RS_C_DIRECT, 1);
-	}
-	if (*r > 0 && c->waitall && *done + (size_t)*r < c->want && rs_short_by_ring(c->deadline) &&
-	    !(c->s->urgent && at_mark(c->fd))) {
-		*done += (size_t)*r;
-		if (rs_iov_cur_skip(cur, c->iov, c->n, (size_t)*r) < 0)
-			return 1;
-		return 0;
-	}
-	return 1;
-}
-
-/* Bytes in hand and the socket handed to the kernel meanwhile: the rest
- * from the kernel, waited for here (cur and *done as the call keeps
- * them).  Returns the call's last result. */
-static ssize_t rest_from_kernel(const struct recv_call *c, struct iov_cur *cur, size_t *done)
-{
-	ssize_t r = RS_PASS;
-	while (r == RS_PASS && *done) {
-		/* The rest from the kernel (handed over meanwhile), waited for
-		 * here: a blocking kernel read would be restarted by an
-		 * SA_RESTART signal, where the one call without us returns
-		 * the bytes it has. */
-		if (error_next(c->fd))
-			break; /* (the bytes now; the error stays the socket's) */
-		struct msghdr m = { .msg_iov = cur->v, .msg_iovlen = (size_t)cur->n };
-		r = rs_syscall(SYS_recvmsg, c->fd, &m, c->flags | MSG_DONTWAIT);
-		if (r > 0 && *done + (size_t)r < c->want && !(c->s->urgent && at_mark(c->fd))) {
-			*done += (size_t)r;
-			if (rs_iov_cur_skip(cur, c->iov, c->n, (size_t)r) < 0)
-				break;
-			r = RS_PASS;
-			continue;
-		}
-		if (r == -EAGAIN) {
-			int e = rs_block_on_fd(c->fd, POLLIN, c->deadline, 1);
-			r = e ? e : RS_PASS;
-		}
-	}
-	return r;
-}
-
-ssize_t rs_tcp_recv_call(struct rs_sock *s, int fd, const struct iovec *iov, int n, int flags)
-{
-	if (flags & MSG_OOB) {
-		rs_sock_urgent(s, fd); /* the kernel's, from now on */
-		return RS_PASS;
-	}
-	if (flags & MSG_ERRQUEUE)
-		return RS_PASS; /* the error queue is the kernel's */
-	int e = rs_kept_error(s);
-	if (e)
-		return -e;
-	unsigned after = (unsigned)rs_rt.cfg.v[RS_K_ARM_AFTER];
-	if (s->nonblock && s->pre_reads + 1u < after && !atomic_load_explicit(&s->eng, memory_order_acquire)) {
-		/* A new nonblocking socket's first reads are the kernel's
-		 * (probation, tcp.c arm), and so is its first send: until the
-		 * last read of its probation or its second send, it has no
-		 * engine state.  A connection per request (a request, one
-		 * response, the close) never enters the engine: no arm, no
-		 * look for a foreign ring, no epoll registration renewed, as
-		 * on the kernel path.  What the thread queued goes first, as
-		 * before any read of the kernel's. */
-		rs_ring_flush_own_tx();
-		long k = rs_sys_recvv(fd, iov, n, flags);
-		if (k > 0 && !(flags & MSG_PEEK))
-			s->pre_reads++;
-		return k;
-	}
-	int block = !s->nonblock && !(flags & MSG_DONTWAIT);
-	/* MSG_WAITALL on a blocking socket: until the buffer is full, the
-	 * stream ends, an error, the timeout or a signal */
-	int waitall = block && (flags & MSG_WAITALL) && !(flags & (MSG_PEEK | MSG_TRUNC));
-	size_t want = rs_iov_total(iov, n), done = 0;
-	struct iov_cur cur = { (struct iovec *)iov, n, NULL };
-	int64_t deadline = block ? rs_call_deadline(s, fd, 1) : 0;
-	int stop = 0; /* the wait ended the call: one more look, then this */
-	int waited = 0, counted = 0; /* this call has had to wait; counted in rx_waits */
-	ssize_t r;
-	for (;;) {
-		struct rs_tcp *t = rs_tcp_of(rs_esock_enter_served(s, fd));
-		if (!t) {
-			r = RS_PASS;
-			break;
-		}
-		r = read_once(t, &cur, want, flags, block && !stop && !done);
-		if (r > 0 && block && !waited)
-			t->rx_waits = 0; /* it did not wait for this one */
-		if (r > 0 && block)
-			note_recv(s);
-		if (r != -EAGAIN || !block || stop) {
-			maybe_passive(t);
-			rs_esock_unlock(&t->e);
-			if (r == -EAGAIN && stop)
-				r = stop;
-			if (r > 0 && waitall && done + (size_t)r < want && !(s->urgent && at_mark(fd))) {
-				done += (size_t)r;
-				if (rs_iov_cur_skip(&cur, iov, n, (size_t)r) < 0)
-					break;
-				continue;
-			}
-			break;
-		}
-		/* The call must wait (counted once per call). */
-		waited = 1;
-		if (t->e.mode == RS_ES_ARMED && !t->rx_direct && t->e.owner == rs_ring_tls && !counted++ &&
-		    ++t->rx_waits >= RS_WAITS_TO_DIRECT) {
-			/* Blocking reads that each had to wait, RS_WAITS_TO_DIRECT
-			 * calls in a row (a ping-pong reader): the ring's wake-up
-			 * path (task work, a completion, a copy out of a ring
-			 * buffer) is slower than the kernel's own.  Reads go
-			 * straight to the kernel, which waits once our queued
-			 * sends are out (below); sends stay ours
-			 * (rs_tcp_direct_read says when this ends). */
-			rs_tcp_go_direct(t->e.owner, t, RS_DIRECT_WAITING);
-			rs_esock_unlock(&t->e);
-			continue;
-		}
-		if (t->e.mode == RS_ES_ARMED && !t->rx_direct) {
-			stop = rs_block_in_ring(&t->e, deadline, done != 0);
-			continue;
-		}
-		if (t->e.mode == RS_ES_ARMED) {
-			struct recv_call c = { s, fd, iov, n, flags, waitall, want, deadline };
-			if (kernel_waits(&c, t, &cur, &done, &stop, &r))
-				break;
-			continue;
-		}
-		/* in hand-over to another thread: look again soon */
-		rs_esock_unlock(&t->e);
-		stop = rs_block_on_fd(fd, POLLIN, deadline, done != 0);
-	}
-	if (r == RS_PASS && done) {
-		struct recv_call c = { s, fd, iov, n, flags, waitall, want, deadline };
-		r = rest_from_kernel(&c, &cur, &done);
-	}
-	free(cur.heap);
-	rs_keep_error(s, done, r);
-	return rs_with_done(done, r);
 }
 
 static void maybe_unthrottle(struct rs_tcp *t)
@@ -457,9 +227,9 @@ static size_t kernel_rest(struct rs_tcp *t, const struct iovec *iov, int iovcnt,
 	if (!(t->e.mode == RS_ES_DETACHED ||
 	      (t->e.mode == RS_ES_ARMED && (t->rx_direct || t->rx_starved) && !t->e.recv_armed)))
 		return 0;
-	if (t->e.sock->urgent && at_mark(t->e.fd))
+	if (t->e.sock->urgent && rs_tcp_at_mark(t->e.fd))
 		return 0; /* one kernel read would have stopped at the mark */
-	if (error_next(t->e.fd))
+	if (rs_tcp_error_next(t->e.fd))
 		return 0;
 	struct iovec v[8];
 	int n = 0;
@@ -558,6 +328,81 @@ static ssize_t read_kernel(struct rs_tcp *t, struct rs_ring *r, const struct iov
 	return or_tx_error(t, n);
 }
 
+/* A read on the owner's thread that wants more than the engine holds:
+ * what is on its way comes first (round: the call's look, from 0). */
+static void catch_up(struct rs_tcp *t, int flags, int will_block, int round)
+{
+	if (t->e.recv_armed && t->rx_direct)
+		recv_end_wait(t);
+	else if (round == 0 && rs_ring_has_work(t->e.owner) &&
+		 (flags & MSG_WAITALL || (will_block && rs_rxq_held(t)) || self_peer(t)))
+		/* MSG_WAITALL, or a blocking read that would return
+		 * the engine's bytes: what is on its way (this
+		 * thread's sends, receives the kernel has run) comes
+		 * first, as the kernel's read would have found it.
+		 * (With nothing held, the call's wait, rs_tcp_recv_call,
+		 * sends and receives in one system call; event loops'
+		 * nonblocking reads take what is held: their sends
+		 * stay batched, unless this very process may be
+		 * the peer.) */
+		rs_ring_progress(t->e.owner);
+}
+
+/* The read took got of the want bytes it asked for, from the held bytes
+ * the engine had (and maybe the kernel's queue after them): what a read
+ * with data changes.  Returns got. */
+static ssize_t took(struct rs_tcp *t, size_t held, size_t got, size_t want, int flags)
+{
+	size_t direct = (size_t)rs_rt.cfg.v[RS_K_DIRECT_THRESHOLD];
+	if (direct && want >= direct && got < want && !(flags & MSG_PEEK) && !t->rx_direct &&
+	    t->e.mode == RS_ES_ARMED && t->e.owner && t->e.owner == rs_ring_tls)
+		/* A bulk reader that always finds something held (the
+		 * receive keeps ahead of it, as with several streams)
+		 * would be served from the buffers with a copy each:
+		 * its next reads go to the kernel. */
+		rs_tcp_go_direct(t->e.owner, t, RS_DIRECT_BULK);
+	int lowat = __atomic_load_n(&t->e.sock->rcvlowat, __ATOMIC_RELAXED);
+	if (held && lowat > 1 && !(flags & MSG_PEEK) && t->e.mode == RS_ES_DETACHED) {
+		int k = rs_tcp_kernel_lowat(t->e.sock, lowat);
+		rs_syscall(SYS_setsockopt, t->e.fd, SOL_SOCKET, SO_RCVLOWAT, &k, sizeof(k));
+	}
+	if (!(flags & MSG_PEEK))
+		maybe_unthrottle(t);
+	if (t->leftover && rs_rxq_leftover_empty(t) && !(flags & MSG_PEEK)) {
+		munmap(t->leftover, t->leftover_map);
+		RS_STORE(t->leftover, NULL);
+	}
+	rs_stat_add(RS_C_CALLS_NOSYS, 1);
+	return (ssize_t)got;
+}
+
+/* Nothing held, and the engine's receive no longer brings the socket's
+ * input: it left the engine, or its input ended (an error, the end of
+ * the stream).  What the read returns. */
+static ssize_t read_ended(struct rs_tcp *t, const struct iovec *iov, int iovcnt, int flags)
+{
+	if (t->e.mode != RS_ES_ARMED) {
+		/* Pass-through after the leftover: the kernel has the rest.
+		 * Never block with the lock held (rs_tcp_recv_call naps). */
+		if (t->e.mode == RS_ES_DETACHED)
+			return t->rx_err ? -rs_tcp_take_error(t) : RS_PASS;
+		int f = flags | MSG_DONTWAIT;
+		struct msghdr m = { .msg_iov = (struct iovec *)iov, .msg_iovlen = (size_t)iovcnt };
+		return rs_syscall(SYS_recvmsg, t->e.fd, &m, f);
+	}
+	if (t->rx_err)
+		return -rs_tcp_take_error(t);
+	if (t->rx_eof && !t->e.recv_armed) {
+		/* Past the end the kernel answers again, as it does
+		 * without us: after shutdown(SHUT_RD) a peer's new data
+		 * is still read, and a reset after the FIN fails the
+		 * next read.  (No receive of ours is in flight: the
+		 * end ended it.) */
+		return or_tx_error(t, rs_sys_recvv(t->e.fd, iov, iovcnt, flags | MSG_DONTWAIT));
+	}
+	return or_tx_error(t, 0);
+}
+
 ssize_t rs_tcp_recv(struct rs_tcp *t, const struct iovec *iov, int iovcnt, int flags)
 {
 	rs_tcpq_check(t);
@@ -567,72 +412,18 @@ ssize_t rs_tcp_recv(struct rs_tcp *t, const struct iovec *iov, int iovcnt, int f
 		size_t got = 0;
 		if (want == 0 && rs_rxq_held(t))
 			return 0; /* like tcp_recvmsg: 0 with data queued, else EAGAIN */
-		if (t->e.owner && t->e.owner == rs_ring_tls && rs_rxq_held(t) < want) {
-			if (t->e.recv_armed && t->rx_direct)
-				recv_end_wait(t);
-			else if (round == 0 && rs_ring_has_work(t->e.owner) &&
-				 (flags & MSG_WAITALL || (will_block && rs_rxq_held(t)) || self_peer(t)))
-				/* MSG_WAITALL, or a blocking read that would return
-				 * the engine's bytes: what is on its way (this
-				 * thread's sends, receives the kernel has run) comes
-				 * first, as the kernel's read would have found it.
-				 * (With nothing held, the wait below sends and
-				 * receives in one system call; event loops'
-				 * nonblocking reads take what is held: their sends
-				 * stay batched, unless this very process may be
-				 * the peer.) */
-				rs_ring_progress(t->e.owner);
-		}
+		if (t->e.owner && t->e.owner == rs_ring_tls && rs_rxq_held(t) < want)
+			catch_up(t, flags, will_block, round);
 		size_t held = rs_rxq_held(t);
 		if (held)
 			got = rs_rxq_copy(t, iov, iovcnt, want, flags);
 		if (got && got == held && got < want)
 			got += kernel_rest(t, iov, iovcnt, got, flags);
-		if (got) {
-			size_t direct = (size_t)rs_rt.cfg.v[RS_K_DIRECT_THRESHOLD];
-			if (direct && want >= direct && got < want && !(flags & MSG_PEEK) && !t->rx_direct &&
-			    t->e.mode == RS_ES_ARMED && t->e.owner && t->e.owner == rs_ring_tls)
-				/* A bulk reader that always finds something held (the
-				 * receive keeps ahead of it, as with several streams)
-				 * would be served from the buffers with a copy each:
-				 * its next reads go to the kernel. */
-				rs_tcp_go_direct(t->e.owner, t, RS_DIRECT_BULK);
-			int lowat = __atomic_load_n(&t->e.sock->rcvlowat, __ATOMIC_RELAXED);
-			if (held && lowat > 1 && !(flags & MSG_PEEK) && t->e.mode == RS_ES_DETACHED) {
-				int k = rs_tcp_kernel_lowat(t->e.sock, lowat);
-				rs_syscall(SYS_setsockopt, t->e.fd, SOL_SOCKET, SO_RCVLOWAT, &k, sizeof(k));
-			}
-			if (!(flags & MSG_PEEK))
-				maybe_unthrottle(t);
-			if (t->leftover && rs_rxq_leftover_empty(t) && !(flags & MSG_PEEK)) {
-				munmap(t->leftover, t->leftover_map);
-				RS_STORE(t->leftover, NULL);
-			}
-			rs_stat_add(RS_C_CALLS_NOSYS, 1);
-			return (ssize_t)got;
-		}
+		if (got)
+			return took(t, held, got, want, flags);
 		rs_rxq_shared_err(t);
-		if (t->e.mode != RS_ES_ARMED) {
-			/* Pass-through after the leftover: the kernel has the rest.
-			 * Never block with the lock held (rs_tcp_recv_call naps). */
-			if (t->e.mode == RS_ES_DETACHED)
-				return t->rx_err ? -rs_tcp_take_error(t) : RS_PASS;
-			int f = flags | MSG_DONTWAIT;
-			struct msghdr m = { .msg_iov = (struct iovec *)iov, .msg_iovlen = (size_t)iovcnt };
-			return rs_syscall(SYS_recvmsg, t->e.fd, &m, f);
-		}
-		if (t->rx_err)
-			return -rs_tcp_take_error(t);
-		if (t->rx_eof && !t->e.recv_armed) {
-			/* Past the end the kernel answers again, as it does
-			 * without us: after shutdown(SHUT_RD) a peer's new data
-			 * is still read, and a reset after the FIN fails the
-			 * next read.  (No receive of ours is in flight: the
-			 * end ended it.) */
-			return or_tx_error(t, rs_sys_recvv(t->e.fd, iov, iovcnt, flags | MSG_DONTWAIT));
-		}
-		if (t->rx_eof)
-			return or_tx_error(t, 0);
+		if (t->e.mode != RS_ES_ARMED || t->rx_err || t->rx_eof)
+			return read_ended(t, iov, iovcnt, flags);
 		struct rs_ring *r = t->e.owner;
 		size_t direct = (size_t)rs_rt.cfg.v[RS_K_DIRECT_THRESHOLD];
 		if (direct && want >= direct && r == rs_ring_tls) {
@@ -675,7 +466,7 @@ int rs_tcp_kernel_lowat(struct rs_sock *s, int lowat)
 	return held >= (size_t)lowat ? 1 : lowat - (int)held;
 }
 
-/* ---- send ------------------------------------------------------------------- */
+/* ---- the receive's completions ------------------------------------------- */
 
 void rs_tcp_recv_done(struct rs_ring *r, struct rs_tcp *t, struct io_uring_cqe *c)
 {

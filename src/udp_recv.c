@@ -178,16 +178,9 @@ static void maybe_unthrottle(struct rs_udp *u)
 
 /* ---- reading what is held ------------------------------------------------------ */
 
-
-
-
-
-
-
-
-
-
-
+/* The socket's next datagram into iov (f: its source and flags), after an
+ * error that comes before it; a fork's leftovers come first.  Bytes,
+ * -errno, or -EAGAIN when nothing is held. */
 static ssize_t take_one(struct rs_udp *u, const struct iovec *iov, int n, int flags, struct rs_dgram_from *f)
 {
 	int e = rs_udp_take_error(u);
@@ -223,7 +216,6 @@ static ssize_t take_one(struct rs_udp *u, const struct iovec *iov, int n, int fl
 	}
 	return r;
 }
-
 
 /* Detached with nothing held: from now on the kernel serves it alone
  * (the core decides, with holds_nothing: udp.c). */
@@ -367,6 +359,138 @@ static int owner_may_take(struct rs_esock *e, struct rs_ring *o)
 	return rs_ring_reap(o) ? 2 : 0;
 }
 
+/* What one call of the recv family keeps across its looks (recv_one). */
+struct recv_call {
+	struct rs_sock *s;
+	int fd;
+	const struct iovec *iov;
+	int n, flags;
+	struct rs_dgram_from *f;
+	int batch;        /* a recvmmsg's message (see rs_udp_recvmmsg) */
+	int block;
+	int64_t deadline; /* SO_RCVTIMEO counts from the first wait, as the
+			   * kernel's does (looked up then: a call answered
+			   * from the queue reads no clock): -1 until then,
+			   * 0 none (CLOCK_MONOTONIC ns) */
+	int entered;      /* this call made a system call */
+	int waited;       /* ... and had to wait (counted once) */
+	int round;        /* looks since the last wait, from 0 */
+};
+
+/* Nothing held, and the socket is detached or another thread's ring's.
+ * es locked; returns with it unlocked: 1 when the call ends with *r, 0
+ * to look again. */
+static int other_ring(struct recv_call *c, struct rs_esock *es, ssize_t *r)
+{
+	struct rs_ring *o = es->owner;
+	int may = es->mode == RS_ES_DETACHED ? 0 : owner_may_take(es, o);
+	if (may == 2) {
+		rs_esock_unlock(es);
+		return 0; /* (what the owner's ring completed is queued now) */
+	}
+	if (es->mode == RS_ES_DETACHED || !may) {
+		/* Nothing held, and no receive of ours can take the next
+		 * datagram first: the kernel's queue is next. */
+		maybe_passive(udp_of(es));
+		rs_esock_unlock(es);
+		*r = RS_PASS;
+		return 1;
+	}
+	/* The owner is finishing the hand-over: look again soon. */
+	rs_esock_unlock(es);
+	if (c->deadline < 0)
+		c->deadline = rs_call_deadline(c->s, c->fd, 1);
+	if (c->deadline && rs_now_ns() >= c->deadline) {
+		*r = -EAGAIN;
+		return 1;
+	}
+	rs_sys_nap(50000);
+	c->entered = 1;
+	return 0;
+}
+
+/* Nothing held on this thread's ring, and the socket's reads are the
+ * kernel's or about to be (a reader handed to the kernel, a socket
+ * leaving the engine).  u locked; returns with it unlocked: 1 when the
+ * call ends with *r, 0 to look again. */
+static int kernel_reads(struct recv_call *c, struct rs_udp *u, struct rs_ring *o, ssize_t *r)
+{
+	struct rs_esock *es = &u->e;
+	if (u->kwait && es->mode == RS_ES_ARMED && !u->shared && !es->recv_armed) {
+		if (c->batch) {
+			rs_esock_unlock(es);
+			*r = RS_PASS;
+			return 1;
+		}
+		*r = kwait_read(u, o, c->iov, c->n, c->flags, c->f, c->block); /* (returns unlocked) */
+		return *r != RS_PASS; /* (RS_PASS: back to the engine) */
+	}
+	/* Leaving the engine (another thread, a fork): its receive
+	 * ends first, whose last datagrams come before the kernel's. */
+	if (!es->recv_armed) {
+		rs_esock_unlock(es);
+		*r = RS_PASS;
+		return 1;
+	}
+	rs_udp_cancel_recv(o, u);
+	rs_ring_wait(o, rs_udp_recv_gone, u, -1);
+	rs_esock_unlock(es);
+	c->entered = 1;
+	return 0;
+}
+
+/* Nothing held on this thread's ring, the engine's receive the socket's:
+ * the ring's work first, then -EAGAIN or a wait in the ring.  u locked;
+ * returns with it unlocked: 1 when the call ends with *r, 0 to look
+ * again. */
+static int own_ring(struct recv_call *c, struct rs_udp *u, struct rs_ring *o, ssize_t *r)
+{
+	struct rs_esock *es = &u->e;
+	if (c->batch && !u->kwait) {
+		/* A reader that takes datagrams in batches gets the
+		 * kernel's own: one recvmmsg moves up to its whole vector
+		 * for one system call, which the engine's receive (a
+		 * completion and a copy per datagram) cannot beat. */
+		kwait_start(o, u);
+		rs_esock_unlock(es);
+		return 0;
+	}
+	/* (a read that will not wait also sends what this thread queued:
+	 * a peer of this thread may be what it reads) */
+	if (c->round < 2 &&
+	    (c->block ? rs_ring_has_input_work(o) : rs_ring_has_work(o) || rs_ring_stale_look(o))) {
+		rs_ring_progress(o); /* completions, and the receive to start */
+		rs_esock_unlock(es);
+		c->entered = 1;
+		return 0;
+	}
+	if (!c->block) {
+		if (!c->entered)
+			rs_stat_add(RS_C_CALLS_NOSYS, 1);
+		rs_esock_unlock(es);
+		*r = -EAGAIN;
+		return 1;
+	}
+	if (!c->waited && !(c->flags & MSG_PEEK)) {
+		c->waited = 1;
+		if (++u->waits >= UDP_WAITS_TO_KERNEL) {
+			kwait_start(o, u);
+			rs_esock_unlock(es);
+			return 0;
+		}
+	}
+	if (c->deadline < 0)
+		c->deadline = rs_call_deadline(c->s, c->fd, 1);
+	int st = rs_block_in_ring(es, c->deadline, 0); /* (returns unlocked) */
+	if (st) {
+		*r = st;
+		return 1;
+	}
+	c->entered = 1;
+	c->round = -1;
+	return 0;
+}
+
 /* batch: a recvmmsg's message (see rs_udp_recvmmsg): with nothing held,
  * the kernel's reads for good, RS_PASS for the kernel's own recvmmsg. */
 static ssize_t recv_one(struct rs_sock *s, int fd, const struct iovec *iov, int n, int flags,
@@ -378,112 +502,33 @@ static ssize_t recv_one(struct rs_sock *s, int fd, const struct iovec *iov, int 
 	if (e)
 		return -e;
 	int block = !s->nonblock && !(flags & MSG_DONTWAIT);
-	/* SO_RCVTIMEO counts from the first wait, as the kernel's does
-	 * (looked up then: a call answered from the queue reads no clock) */
-	int64_t deadline = block ? -1 : 0;
-	int entered = 0; /* this call made a system call */
-	int waited = 0;  /* ... and had to wait (counted once) */
-	for (int round = 0;; round++) {
+	struct recv_call c = { .s = s, .fd = fd, .iov = iov, .n = n, .flags = flags, .f = f, .batch = batch,
+			       .block = block, .deadline = block ? -1 : 0 };
+	for (c.round = 0;; c.round++) {
 		struct rs_esock *es = rs_esock_enter_served(s, fd);
 		if (!es)
 			return RS_PASS;
 		struct rs_udp *u = udp_of(es);
 		ssize_t r = take_one(u, iov, n, flags, f);
 		if (r != -EAGAIN) {
-			if (r >= 0 && block && !waited && !(flags & MSG_PEEK))
+			if (r >= 0 && block && !c.waited && !(flags & MSG_PEEK))
 				u->waits = 0; /* it did not wait for this one */
-			if (!entered)
+			if (!c.entered)
 				rs_stat_add(RS_C_CALLS_NOSYS, 1);
 			maybe_passive(u);
 			rs_esock_unlock(es);
 			return r;
 		}
 		struct rs_ring *o = es->owner;
-		int may = es->mode == RS_ES_DETACHED || o == rs_ring_tls ? 0 : owner_may_take(es, o);
-		if (may == 2) {
-			rs_esock_unlock(es);
-			continue; /* (what the owner's ring completed is queued now) */
-		}
-		if (es->mode == RS_ES_DETACHED || (o != rs_ring_tls && !may)) {
-			/* Nothing held, and no receive of ours can take the next
-			 * datagram first: the kernel's queue is next. */
-			maybe_passive(u);
-			rs_esock_unlock(es);
-			return RS_PASS;
-		}
-		if (o != rs_ring_tls) {
-			/* The owner is finishing the hand-over: look again soon. */
-			rs_esock_unlock(es);
-			if (deadline < 0)
-				deadline = rs_call_deadline(s, fd, 1);
-			if (deadline && rs_now_ns() >= deadline)
-				return -EAGAIN;
-			rs_sys_nap(50000);
-			entered = 1;
-			continue;
-		}
-		if (u->kwait && es->mode == RS_ES_ARMED && !u->shared && !es->recv_armed) {
-			if (batch) {
-				rs_esock_unlock(es);
-				return RS_PASS;
-			}
-			r = kwait_read(u, o, iov, n, flags, f, block); /* (returns unlocked) */
-			if (r != RS_PASS)
-				return r;
-			continue; /* (back to the engine) */
-		}
-		if (es->mode != RS_ES_ARMED || u->shared || u->kwait) {
-			/* Leaving the engine (another thread, a fork): its receive
-			 * ends first, whose last datagrams come before the kernel's. */
-			if (!es->recv_armed) {
-				rs_esock_unlock(es);
-				return RS_PASS;
-			}
-			rs_udp_cancel_recv(o, u);
-			rs_ring_wait(o, rs_udp_recv_gone, u, -1);
-			rs_esock_unlock(es);
-			entered = 1;
-			continue;
-		}
-		if (batch && !u->kwait) {
-			/* A reader that takes datagrams in batches gets the
-			 * kernel's own: one recvmmsg moves up to its whole vector
-			 * for one system call, which the engine's receive (a
-			 * completion and a copy per datagram) cannot beat. */
-			kwait_start(o, u);
-			rs_esock_unlock(es);
-			continue;
-		}
-		/* (a read that will not wait also sends what this thread queued:
-		 * a peer of this thread may be what it reads) */
-		if (round < 2 &&
-		    (block ? rs_ring_has_input_work(o) : rs_ring_has_work(o) || rs_ring_stale_look(o))) {
-			rs_ring_progress(o); /* completions, and the receive to start */
-			rs_esock_unlock(es);
-			entered = 1;
-			continue;
-		}
-		if (!block) {
-			if (!entered)
-				rs_stat_add(RS_C_CALLS_NOSYS, 1);
-			rs_esock_unlock(es);
-			return -EAGAIN;
-		}
-		if (!waited && !(flags & MSG_PEEK)) {
-			waited = 1;
-			if (++u->waits >= UDP_WAITS_TO_KERNEL) {
-				kwait_start(o, u);
-				rs_esock_unlock(es);
-				continue;
-			}
-		}
-		if (deadline < 0)
-			deadline = rs_call_deadline(s, fd, 1);
-		int st = rs_block_in_ring(es, deadline, 0); /* (returns unlocked) */
-		if (st)
-			return st;
-		entered = 1;
-		round = -1;
+		int done;
+		if (es->mode == RS_ES_DETACHED || o != rs_ring_tls)
+			done = other_ring(&c, es, &r);
+		else if (es->mode != RS_ES_ARMED || u->shared || u->kwait)
+			done = kernel_reads(&c, u, o, &r);
+		else
+			done = own_ring(&c, u, o, &r);
+		if (done)
+			return r;
 	}
 }
 
