@@ -32,6 +32,19 @@
 static ssize_t send_error(int e, int flags);
 static int take_send_error(struct rs_tcp *t);
 
+/* A new nonblocking socket's first send, before the engine serves it:
+ * the engine would send it straight to the kernel too (send_to_kernel:
+ * !t->sent), so it makes no engine state for it (see before_engine in
+ * tcp_recvcall.c).  The caller makes the kernel's call. */
+static int first_send(struct rs_sock *s)
+{
+	if (!s->nonblock || s->sent_kernel || !rs_rt.cfg.v[RS_K_ARM_AFTER] ||
+	    atomic_load_explicit(&s->eng, memory_order_acquire))
+		return 0;
+	s->sent_kernel = 1;
+	return 1;
+}
+
 ssize_t rs_tcp_send_call(struct rs_sock *s, int fd, const struct iovec *iov, int n, int flags)
 {
 	if (flags & ~(MSG_DONTWAIT | MSG_NOSIGNAL | MSG_MORE)) {
@@ -51,16 +64,8 @@ ssize_t rs_tcp_send_call(struct rs_sock *s, int fd, const struct iovec *iov, int
 	int e = rs_kept_error(s);
 	if (e)
 		return send_error(e, flags);
-	if (s->nonblock && !s->sent_kernel && rs_rt.cfg.v[RS_K_ARM_AFTER] &&
-	    !atomic_load_explicit(&s->eng, memory_order_acquire)) {
-		/* A new nonblocking socket's first send, before the engine
-		 * serves it: the engine would send it straight to the kernel
-		 * too (send_to_kernel: !t->sent), so it makes no engine state
-		 * for it (see pre_reads in rs_tcp_recv_call).  The caller
-		 * flushes what the thread queued first. */
-		s->sent_kernel = 1;
-		return RS_PASS;
-	}
+	if (first_send(s))
+		return RS_PASS; /* (the caller flushes what the thread queued first) */
 	/* A blocking send returns when all is accepted, or with what was
 	 * when the timeout or a signal ends it. */
 	int block = !s->nonblock && !(flags & MSG_DONTWAIT);
