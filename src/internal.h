@@ -124,9 +124,10 @@ struct rs_sock {
 	uint8_t urgent;         /* the program asked about urgent data */
 	uint8_t shut_rd, shut_wr; /* shut down before the engine armed it */
 	uint8_t passed;         /* sent in SCM_RIGHTS: another process may hold it */
-	/* before any engine state (tcp_send.c, tcp_recv.c: a new socket's
-	 * first send and first RINGSOCK_ARM_AFTER - 1 reads are the kernel's,
-	 * so a connection that ends sooner never enters the engine) */
+	/* before any engine state (tcp_send.c first_send, tcp_recvcall.c
+	 * before_engine: a new nonblocking socket's first send and first
+	 * RINGSOCK_ARM_AFTER - 1 reads are the kernel's, so a connection that
+	 * ends sooner never enters the engine) */
 	uint8_t sent_kernel;    /* a send went to the kernel */
 	uint8_t pre_reads;      /* reads with data through the kernel */
 	int err_kept;           /* an error a call that returned bytes met, for
