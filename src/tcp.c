@@ -138,8 +138,8 @@ static void leave_ring(struct rs_ring *r, struct rs_esock *e)
  * new nonblocking socket, which reads through the kernel first anyway
  * (RINGSOCK_ARM_AFTER), at the last read of its probation or its second
  * send instead (before them its calls are the kernel's: before_engine in
- * tcp_recvcall.c, first_send in tcp_send.c), so an idle or one-request connection costs no engine
- * state. */
+ * tcp_recvcall.c, first_send in tcp_send.c), so an idle or one-request
+ * connection costs no engine state. */
 static int arm_when_watched(struct rs_sock *s)
 {
 	return !(s->nonblock && rs_rt.cfg.v[RS_K_ARM_AFTER]);
