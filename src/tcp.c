@@ -99,7 +99,7 @@ static struct rs_esock *arm(struct rs_sock *s, int fd)
 		/* New: its first reads go to the kernel (one request and a close
 		 * would pay for arming and cancelling a receive for nothing). */
 		t->direct_why = RS_DIRECT_PROBATION;
-		long left = rs_rt.cfg.v[RS_K_ARM_AFTER] - s->pre_reads; /* (those made before) */
+		long left = rs_rt.cfg.v[RS_K_ARM_AFTER] - RS_LOAD(s->pre_reads); /* (those made before) */
 		t->rx_probation = (uint8_t)(left > 0 ? left : 1);
 	}
 	/* (t->sent stays 0 though a send went to the kernel before: the

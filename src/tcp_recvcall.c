@@ -58,7 +58,8 @@ static void note_recv(struct rs_sock *s)
 static int before_engine(struct rs_sock *s)
 {
 	unsigned after = (unsigned)rs_rt.cfg.v[RS_K_ARM_AFTER];
-	return s->nonblock && s->pre_reads + 1u < after && !atomic_load_explicit(&s->eng, memory_order_acquire);
+	return s->nonblock && RS_LOAD(s->pre_reads) + 1u < after &&
+	       !atomic_load_explicit(&s->eng, memory_order_acquire);
 }
 
 /* One read of the call (t entered): from the engine's queue, or, for a
@@ -220,7 +221,7 @@ ssize_t rs_tcp_recv_call(struct rs_sock *s, int fd, const struct iovec *iov, int
 		rs_ring_flush_own_tx();
 		long k = rs_sys_recvv(fd, iov, n, flags);
 		if (k > 0 && !(flags & MSG_PEEK))
-			s->pre_reads++;
+			__atomic_fetch_add(&s->pre_reads, 1, __ATOMIC_RELAXED);
 		return k;
 	}
 	int block = !s->nonblock && !(flags & MSG_DONTWAIT);

@@ -38,10 +38,10 @@ static int take_send_error(struct rs_tcp *t);
  * tcp_recvcall.c).  The caller makes the kernel's call. */
 static int first_send(struct rs_sock *s)
 {
-	if (!s->nonblock || s->sent_kernel || !rs_rt.cfg.v[RS_K_ARM_AFTER] ||
+	if (!s->nonblock || RS_LOAD(s->sent_kernel) || !rs_rt.cfg.v[RS_K_ARM_AFTER] ||
 	    atomic_load_explicit(&s->eng, memory_order_acquire))
 		return 0;
-	s->sent_kernel = 1;
+	RS_STORE(s->sent_kernel, 1); /* (threads racing here both send to the kernel) */
 	return 1;
 }
 
