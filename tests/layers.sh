@@ -12,13 +12,17 @@
 #  - a symbol of preload/ used by src/ (src/ is below preload/);
 #  - a call from src/ to a symbol libringsock.so exports that src/ does
 #    not define: the engine's own nanosleep, syscall, close... would run
-#    the program's trampoline in preload/ with its side effects.
+#    the program's trampoline in preload/ with its side effects;
+#  - a symbol of src/ used by preload/ that the engine's interface for it
+#    (src/api.h, src/internal.h, src/sys.h) does not name: preload/
+#    reaches the engine through those headers only.
 # With -v prints the edges too.
 set -eu
 verbose=0
 [ "${1:-}" = -v ] && { verbose=1; shift; }
 build=${1:?usage: layers.sh [-v] BUILD_DIR}
-readme=$(dirname "$0")/../src/README.md
+src=$(dirname "$0")/../src
+readme=$src/README.md
 objs=$(find "$build/CMakeFiles/ringsock_engine.dir/src" "$build/CMakeFiles/ringsock_common.dir/src" \
 	-name '*.c.o' 2>/dev/null | sort)
 pobjs=$(find "$build/CMakeFiles/ringsock_preload.dir/preload" -name '*.o' 2>/dev/null | sort)
@@ -37,14 +41,19 @@ lib=$build/libringsock.so
 			NF == 3 && $2 ~ /^[TDBRVWGS]$/ { print "D", f, $3 }'
 	done
 	for o in $pobjs; do
-		nm "$o" | awk '$1 != "U" && NF == 3 && $2 ~ /^[TDBRVWGS]$/ { print "P", $3 }'
+		nm "$o" | awk -v f="$(basename "$o" .o)" '$1 != "U" && NF == 3 && $2 ~ /^[TDBRVWGS]$/ { print "P", $3 }
+			$1 == "U" { print "Q", f, $2 }'
 	done
+	# I name: an identifier the interface headers of preload/ mention
+	cat "$src/api.h" "$src/internal.h" "$src/sys.h" | grep -o '[A-Za-z_][A-Za-z_0-9]*' | sort -u | sed 's/^/I /'
 	nm -D --defined-only "$lib" | awk 'NF == 3 { sub(/@.*/, "", $3); print "X", $3 }'
 } | awk -v verbose="$verbose" '
 $1 == "L" { layer[$2] = $3; next }
 $1 == "D" { def[$3] = $2; nodes[$2] = 1; next }
 $1 == "U" { use[++nu] = $2 " " $3; nodes[$2] = 1; next }
 $1 == "P" { pre[$2] = 1; next }
+$1 == "Q" { puse[++nq] = $2 " " $3; next }
+$1 == "I" { iface[$2] = 1; next }
 $1 == "X" { xport[$2] = 1; next }
 END {
 	bad = 0
@@ -67,6 +76,13 @@ END {
 			print "src/ calls the library'"'"'s own export: " p[1] " -> " p[2]; bad = 1
 		}
 	}
+	for (i = 1; i <= nq; i++) {
+		split(puse[i], p, " ")
+		if ((p[2] in def) && !(p[2] in iface)) {
+			print "preload/ uses src/ past its interface (api.h, internal.h, sys.h): " p[1] " -> " def[p[2]] "  (" p[2] ")"
+			bad = 1
+		}
+	}
 	n = 0
 	for (a in nodes) {
 		name[++n] = a
@@ -85,5 +101,5 @@ END {
 		if (line != "") { print "circle: " name[i] " <->" line; bad = 1 }
 	}
 	if (bad) exit 1
-	print "layers: " n " files, no circle, no call up the list, none into preload/ or the exports"
+	print "layers: " n " files, no circle, no call up the list, none into preload/ or the exports, preload/ through its interface only"
 }'
