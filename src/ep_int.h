@@ -21,9 +21,9 @@
 #define RS_EP_RINGS 16
 
 struct rs_epreg {
-	uint32_t magic;
-	int fd;
-	struct rs_ep *ep;
+	uint32_t magic;          /* EPREG_MAGIC while in use (cookie check) */
+	int fd;                  /* the descriptor it was registered under */
+	struct rs_ep *ep;        /* its set */
 	struct rs_sock *s;       /* NULL for a ring eventfd */
 	struct rs_ring *ring;    /* eventfd registrations */
 	uint32_t events;         /* the application's, with EPOLLET/ONESHOT */
@@ -32,7 +32,7 @@ struct rs_epreg {
 	uint64_t data;           /* the application's */
 	struct rs_epreg *sock_next; /* s->regs */
 	union {
-		struct rs_epreg *ready_next;
+		struct rs_epreg *ready_next; /* the set's ready list */
 		struct rs_epreg *free_next; /* once freed */
 	};
 	uint8_t on_ready, edge, disabled, engine;
@@ -42,11 +42,14 @@ struct rs_epreg {
 };
 
 struct rs_ep {
-	int epfd;
-	pthread_mutex_t lock;    /* ready list, byfd */
-	struct rs_epreg **byfd;
-	unsigned nbyfd;
-	struct rs_epreg *ready_head, *ready_tail;
+	int epfd;                /* the kernel's set */
+	pthread_mutex_t lock;    /* the ready list, and its registrations' on_ready,
+				  * edge, disabled and seen (byfd: the ctl lock) */
+	struct rs_epreg **byfd;  /* registration by descriptor number (ctl lock) */
+	unsigned nbyfd;          /* byfd's length */
+	struct rs_epreg *ready_head, *ready_tail; /* registrations to look at
+				  * in the next wait, in the order they became
+				  * ready [lock] */
 	struct rs_epreg *rings[RS_EP_RINGS]; /* ring eventfd registrations */
 	int nested;              /* watched from outside: no engine sockets */
 	int pid;                 /* the process that made this record: in a

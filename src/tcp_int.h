@@ -22,8 +22,8 @@ struct rs_txseg { char *data; uint32_t len; struct rs_chunk *chunk; };
 
 /* Leftover receive data shared across fork (MAP_SHARED, process-shared). */
 struct rs_shared_rx {
-	atomic_int lock;
-	uint32_t len, off;
+	atomic_int lock;        /* a spin lock both processes take */
+	uint32_t len, off;      /* bytes in data; bytes of them already read */
 	int err;                /* an error the engine took from the kernel
 				 * before the fork: the first process to ask
 				 * for it gets it (rs_rxq_shared_err) */
@@ -36,9 +36,9 @@ struct rs_shared_rx {
 /* What a socket needs once it sends: the sendmsg in flight and the
  * LINEAR_FIRST buffer. */
 struct rs_txstate {
-	struct iovec iov[RS_TX_IOV];
-	struct msghdr msg;
-	char linear[RS_LINEAR];
+	struct iovec iov[RS_TX_IOV]; /* the send in flight's segments */
+	struct msghdr msg;      /* the send in flight (its iov above) */
+	char linear[RS_LINEAR]; /* a small first send's copy (linear_used) */
 };
 
 /* A TCP socket on the engine.  Every field is guarded like the core's
@@ -59,23 +59,24 @@ struct rs_tcp {
 	struct rs_ring *ovf_ring; /* the ring whose overflow slots it uses */
 	int rx_err;               /* error to report after queued data [hint] */
 	int tx_err;               /* asynchronous send error to report [hint] */
-	uint32_t rx_cap, rx_head, rx_cnt;
+	uint32_t rx_cap, rx_head, rx_cnt; /* rx: slots, first, used */
 	uint32_t rx_bytes;        /* bytes queued [hint] */
 	uint32_t rx_limit;        /* bound on engine-held data */
 	uint32_t rx_bufs;         /* ring buffers held */
 	uint32_t ovf_head, ovf_tail; /* overflow chain after the queue array:
 				   * buffer id + 1 in ovf_ring's slots; 0: empty */
-	uint32_t leftover_map;
-	uint32_t tx_cap, tx_head, tx_cnt;
+	uint32_t leftover_map;    /* leftover's mapping, bytes (for munmap) */
+	uint32_t tx_cap, tx_head, tx_cnt; /* tx: slots, first, used */
 	uint32_t tx_bytes;        /* accepted, not yet completed */
-	uint32_t tx_limit;
+	uint32_t tx_limit;        /* bound on tx_bytes: SO_SNDBUF as the kernel
+				   * counts it, else 256 KiB */
 	uint32_t tx_room;         /* sk_sndbuf less sk_wmem_queued when last
 				   * asked (tcp_send.c, tx_fits), bytes */
 	uint32_t tx_mss;          /* TCP_MAXSEG when the room was asked; 0:
 				   * ask again (options may have changed) */
 	uint64_t tx_acc;          /* bytes accepted since, queued or sent */
 	uint32_t inflight_segs;   /* segments covered by the send in flight */
-	uint32_t inflight_bytes;
+	uint32_t inflight_bytes;  /* bytes of the send in flight */
 	uint8_t tx_err_eof;       /* tx_err came after the input's end */
 	uint8_t rx_stop;          /* never arm it again (closing) */
 	uint8_t throttled;        /* stopped pulling: over the per-socket bound */
@@ -97,14 +98,14 @@ struct rs_tcp {
 				   * the engine's receive again (see
 				   * rs_tcp_direct_read) */
 	uint8_t send_inflight;    /* one send in flight at a time */
-	uint8_t rx_eof;
+	uint8_t rx_eof;           /* the input ended (the peer's FIN read) */
 	uint8_t shut_wr;          /* shutdown(SHUT_WR) done */
-	uint8_t shut_rd;
+	uint8_t shut_rd;          /* shutdown(SHUT_RD) done */
 	uint8_t epipe_pending;    /* the peer closed: next send gets EPIPE */
-	uint8_t linear_used;
+	uint8_t linear_used;      /* txs->linear holds queued bytes */
 	uint8_t sent;             /* a send has been made (the first goes to the
 				   * kernel: errors from before arming) */
-	uint8_t rxc_used;
+	uint8_t rxc_used;         /* rxc holds queued bytes (RX_CACHE) */
 	uint8_t zc;               /* zero-copy sends: RS_TZC_* (decided once) */
 	uint8_t inflight_zc;      /* the send in flight is zero-copy */
 	uint8_t self_peer;        /* 0 not asked; 1 the peer may be this very

@@ -14,12 +14,12 @@
 
 /* A datagram the engine holds. */
 struct rs_dgram {
-	struct rs_dgram *next;
+	struct rs_dgram *next;   /* the socket's queue, oldest first */
 	uint32_t len;            /* payload bytes */
 	uint32_t namelen;        /* the source address's length (the kernel's) */
 	struct sockaddr_in6 name; /* (an IPv4 address fits) */
 	uint32_t gso_max;        /* queued: the route's largest UDP_SEGMENT segment */
-	char data[];
+	char data[];             /* the payload, len bytes */
 };
 /* What a held datagram costs against the bound: its memory. */
 #define DGRAM_COST(len) ((uint32_t)(len) + (uint32_t)sizeof(struct rs_dgram) + 16)
@@ -32,19 +32,19 @@ struct rs_dgram {
  * shares (struct rs_uleft_ref, oldest first), so none is ever copied or
  * unmapped while another process may read it. */
 struct rs_uleft_rec {
-	uint32_t len, namelen;
-	struct sockaddr_in6 name;
+	uint32_t len, namelen;   /* payload bytes (they follow); address length */
+	struct sockaddr_in6 name; /* the source address */
 };
 struct rs_uleft {
-	atomic_int lock;
+	atomic_int lock;         /* a spin lock both processes take */
 	uint32_t off, end;       /* next record, end of records [lock] */
 	int err;                 /* an error the engine held, for the first
 				  * process that asks */
 	char data[];
 };
 struct rs_uleft_ref {
-	struct rs_uleft *l;
-	size_t map;
+	struct rs_uleft *l;      /* a shared map of held datagrams */
+	size_t map;              /* its length, bytes (for munmap) */
 	struct rs_uleft_ref *next; /* [appended under the lock, read without] */
 };
 
@@ -58,7 +58,7 @@ struct rs_udp_dst {
 	uint16_t ok;             /* kernel sends that succeeded in a row (max 2) */
 	uint16_t maxlen;         /* the largest of them */
 	uint16_t gso_max;        /* the route's largest UDP_SEGMENT segment (route.c), 0 none */
-	struct sockaddr_in6 name;
+	struct sockaddr_in6 name; /* the destination (namelen bytes of it) */
 };
 
 /* A UDP socket on the engine.  Fields guarded like the core's [ring/mu];
