@@ -33,24 +33,6 @@ need ss
 need sha256sum
 RS="$RS_CLI"
 
-# A known engine bug, tracked in issue 32 and reported (KNOWN:), not counted:
-# with RINGSOCK_ARM_AFTER=0 and master-worker (-W), a 1 MiB body on the
-# sequential keep-alive connection was once not intact (got 16, 10, 9; the
-# fetch ran into curl's limit) in about 1 run of 5 (CI of 572fe9d); every
-# single-process run and every default-knob run passed.  Its later traffic
-# checks are skipped and reported the same way.
-KNOWN_RE='^ringsock ARM_AFTER=0 nbthread=[12] -W( reloaded)? (http|tcp): '
-KNOWN=0
-bad() {
-	if [[ "$*" =~ $KNOWN_RE ]]; then
-		KNOWN=$((KNOWN + 1))
-		echo "KNOWN (issue 32): $*"
-	else
-		FAILS=$((FAILS + 1))
-		echo "FAIL: $*"
-	fi
-}
-
 # Our children not yet waited for (so their ids cannot have been reused):
 # killed, with their children, if the test stops early.
 LIVE=" "
@@ -322,5 +304,4 @@ done
 kill -QUIT $npid
 wait_gone $npid 20 && reap $npid
 check "nginx: no error logged" sh -c '! grep -q "\[error\]\|\[crit\]\|\[alert\]" "$0"' "$TMP/nginx.err"
-[ "$KNOWN" -gt 0 ] && echo "$KNOWN known failures (issue 32, ARM_AFTER=0 with -W) reported, not counted"
 finish
