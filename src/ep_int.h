@@ -1,10 +1,11 @@
 /* ep_int.h - shared by epreg.c (registrations), epctl.c (epoll_ctl) and
  * ep.c (epoll_wait).  Locks: a socket's list of registrations (s->regs) is
  * changed holding both its lock and rs_ep_ctl_lock, and walked holding
- * either (the engine's notices: the socket's lock); but closing an epoll
- * set drops its registrations under the ctl lock alone (the socket's
- * engine state may be freed by a close meanwhile: nothing pins it), so a
- * walk racing that may follow a reused record (never unmapped).
+ * either (the engine's notices: the socket's lock).  Closing an epoll set
+ * holds the ctl lock alone (a member's engine state may be freed by a
+ * close meanwhile: nothing pins it), so it leaves its registrations on
+ * their sockets' lists, marked gone: walks skip them, and a change of the
+ * list made under both locks frees them (rs_epr_prune).
  * rs_ep_ctl_lock guards the rest of the registrations (a set's byfd and rings, a record's events and kernel state); a set's own
  * lock its ready list (and a record's on_ready, edge, disabled, seen).
  * Order: a socket's lock, then rs_ep_ctl_lock, then a set's lock. */
@@ -36,6 +37,9 @@ struct rs_epreg {
 		struct rs_epreg *free_next; /* once freed */
 	};
 	uint8_t on_ready, edge, disabled, engine;
+	uint8_t gone;            /* its set was closed: skipped by every walk of
+				  * s->regs until pruned (set under the ctl
+				  * lock and the set's lock) */
 	uint8_t kout;            /* the kernel watches EPOLLOUT (engine socket) */
 	uint32_t kev;            /* the events the kernel watches for it now */
 	uint64_t ready_clock;    /* rs_ready_clock at its last push */
@@ -79,7 +83,10 @@ int rs_epr_engine_mode(struct rs_sock *s); /* armed on the engine */
 void rs_epr_ring_in(struct rs_ep *ep, struct rs_ring *r); /* r's eventfd wakes ep's waits */
 /* Closing a set (epctl.c rs_ep_close). */
 struct rs_ep *rs_epr_detach_set(int epfd);
-void rs_epr_drop_fd(struct rs_ep *ep, int fd, struct rs_sock *s); /* ctl + s's lock */
+void rs_epr_set_gone(struct rs_ep *ep, int fd); /* ctl lock */
+/* Free s's registrations of closed sets (ctl lock, and s's lock or s never
+ * armed: no walk of s->regs can run). */
+void rs_epr_prune(struct rs_sock *s);
 void rs_epr_free_set(struct rs_ep *ep);
 
 #endif

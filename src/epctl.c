@@ -125,13 +125,12 @@ void rs_ep_close(int epfd)
 		return;
 	/* (Under the ctl lock only: a socket's lock would be taken through
 	 * its engine state, which a close of that socket on another thread
-	 * may free meanwhile; a set closed while another thread's engine
-	 * walks a member socket's registrations is left as the one unlocked
-	 * change of s->regs, see ep_int.h.) */
+	 * may free meanwhile.  So the registrations stay on their sockets'
+	 * lists, marked gone, for the sockets' own changes to free: see
+	 * ep_int.h.) */
 	rs_mutex_lock(&rs_ep_ctl_lock);
 	for (unsigned fd = 0; fd < ep->nbyfd; fd++)
-		if (ep->byfd[fd])
-			rs_epr_drop_fd(ep, (int)fd, ep->byfd[fd]->s);
+		rs_epr_set_gone(ep, (int)fd);
 	rs_mutex_unlock(&rs_ep_ctl_lock);
 	rs_epr_free_set(ep);
 }
@@ -155,6 +154,10 @@ static int ctl_sock(struct rs_ep *ep, int op, int fd, struct rs_sock *s, struct 
 			t = rs_esock_enter_watched(s, fd);
 		rs_mutex_lock(&rs_ep_ctl_lock);
 	}
+	/* (Both locks held, or none needed: the socket was never armed, and
+	 * arming walks the registrations under the ctl lock first.) */
+	if (t || !atomic_load(&s->eng))
+		rs_epr_prune(s);
 	struct rs_epreg *g = rs_epr_byfd_get(ep, fd);
 	long e = op == EPOLL_CTL_ADD ? reg_add(ep, fd, s, g, ev)
 		 : op == EPOLL_CTL_MOD ? reg_mod(ep, fd, s, g, ev)

@@ -306,11 +306,14 @@ int rs_epr_engine_mode(struct rs_sock *s)
 static void sock_look(struct rs_esock *e, int edge, uint32_t key)
 {
 	for (struct rs_epreg *g = e->sock->regs; g; g = g->sock_next) {
-		rs_mutex_lock(&g->ep->lock);
-		if (edge && (!key || (key & (g->events | EPOLLERR | EPOLLHUP))))
-			g->edge = 1;
-		rs_epr_ready_push(g->ep, g);
-		rs_mutex_unlock(&g->ep->lock);
+		struct rs_ep *ep = g->ep; /* (fixed while g is on the list) */
+		rs_mutex_lock(&ep->lock);
+		if (!g->gone) {
+			if (edge && (!key || (key & (g->events | EPOLLERR | EPOLLHUP))))
+				g->edge = 1;
+			rs_epr_ready_push(ep, g);
+		}
+		rs_mutex_unlock(&ep->lock);
 	}
 }
 
@@ -341,6 +344,7 @@ void rs_ep_sock_input(struct rs_esock *e)
 void rs_ep_sock_armed(struct rs_esock *e)
 {
 	rs_mutex_lock(&rs_ep_ctl_lock);
+	rs_epr_prune(e->sock);
 	for (struct rs_epreg *g = e->sock->regs; g; g = g->sock_next) {
 		g->engine = 1;
 		int moved = rs_epr_sync(g);
@@ -358,7 +362,7 @@ void rs_ep_sock_rx_direct(struct rs_esock *e)
 {
 	rs_mutex_lock(&rs_ep_ctl_lock);
 	for (struct rs_epreg *g = e->sock->regs; g; g = g->sock_next)
-		if (g->engine)
+		if (g->engine && !g->gone)
 			rs_epr_sync(g);
 	rs_mutex_unlock(&rs_ep_ctl_lock);
 }
@@ -372,7 +376,7 @@ void rs_ep_sock_kfull(struct rs_esock *e)
 {
 	rs_mutex_lock(&rs_ep_ctl_lock);
 	for (struct rs_epreg *g = e->sock->regs; g; g = g->sock_next)
-		if (g->engine && !(g->kev & EPOLLOUT))
+		if (g->engine && !g->gone && !(g->kev & EPOLLOUT))
 			rs_epr_sync(g);
 	rs_mutex_unlock(&rs_ep_ctl_lock);
 }
@@ -382,6 +386,8 @@ void rs_ep_sock_detached(struct rs_esock *e)
 	rs_mutex_lock(&rs_ep_ctl_lock);
 	for (struct rs_epreg *g = e->sock->regs; g; g = g->sock_next) {
 		g->engine = 0;
+		if (g->gone)
+			continue;
 		uint32_t ev = g->disabled ? (g->events & ~(EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLPRI))
 					  : g->events;
 		/* (Not when the kernel watches exactly that already, as for a
@@ -411,6 +417,10 @@ static void forget_regs(struct rs_sock *s, int del)
 	while (s->regs) {
 		struct rs_epreg *g = s->regs;
 		s->regs = g->sock_next;
+		if (g->gone) { /* its set is closed; the number may be another's */
+			rs_epr_free(g);
+			continue;
+		}
 		/* (Only through a number that still names this socket: closed
 		 * after a dup, it may name another file now, whose registration
 		 * the kernel would drop instead.) */
@@ -453,23 +463,34 @@ struct rs_ep *rs_epr_detach_set(int epfd)
 	return ep;
 }
 
-/* Drop the registration of s under number fd in the closed set ep (the
- * ctl lock held: epctl.c rs_ep_close; see ep_int.h). */
-void rs_epr_drop_fd(struct rs_ep *ep, int fd, struct rs_sock *s)
+/* The registration under number fd in the closed set ep is gone (the ctl
+ * lock held: epctl.c rs_ep_close).  It stays on its socket's list, which
+ * only a holder of the socket's lock may change (see ep_int.h), until
+ * rs_epr_prune or the socket's close frees it. */
+void rs_epr_set_gone(struct rs_ep *ep, int fd)
 {
 	struct rs_epreg *g = rs_epr_byfd_get(ep, fd);
-	if (!g || g->s != s)
+	if (!g)
 		return;
-	struct rs_epreg **pp = &s->regs;
-	while (*pp && *pp != g)
-		pp = &(*pp)->sock_next;
-	if (*pp)
-		*pp = g->sock_next;
 	ep->byfd[fd] = NULL;
 	rs_mutex_lock(&ep->lock);
 	rs_epr_ready_unlink(ep, g);
+	g->gone = 1;
 	rs_mutex_unlock(&ep->lock);
-	rs_epr_free(g);
+}
+
+void rs_epr_prune(struct rs_sock *s)
+{
+	struct rs_epreg **pp = &s->regs;
+	while (*pp) {
+		struct rs_epreg *g = *pp;
+		if (g->gone) {
+			*pp = g->sock_next;
+			rs_epr_free(g);
+		} else {
+			pp = &g->sock_next;
+		}
+	}
 }
 
 /* The rest of a closed set: its ring registrations and its memory. */
@@ -485,9 +506,9 @@ void rs_epr_free_set(struct rs_ep *ep)
 			rs_epr_free(ep->rings[i]);
 	rs_mutex_unlock(&rs_ep_ctl_lock);
 	free(ep->byfd);
-	pthread_mutex_destroy(&ep->lock);
-	/* ep itself is leaked on purpose: another thread may be inside
-	 * rs_ep_wait on it (closing an epoll fd in use is the app's race). */
+	/* ep itself, with its lock, is leaked on purpose: another thread may
+	 * be inside rs_ep_wait on it (closing an epoll fd in use is the app's
+	 * race), and its gone registrations still name it. */
 }
 
 /* ---- the wait --------------------------------------------------------------- */
