@@ -114,8 +114,21 @@ static int read_pub(const char *name, struct rs_pub **out)
 	if (fd < 0)
 		return -errno;
 	struct stat st;
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != uid || st.st_nlink != 1 ||
-	    (size_t)st.st_size != sizeof(struct rs_pub)) {
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != uid || st.st_nlink != 1) {
+		close(fd);
+		return -EPROTO;
+	}
+	if ((size_t)st.st_size != sizeof(struct rs_pub)) {
+		/* Another version's layout.  Its header (magic to starttime)
+		 * is the same in every version since 2 (version 1 had no
+		 * pidns: its files are left alone): a file of this namespace
+		 * whose process is gone is stale all the same (one left by a
+		 * killed process before an upgrade would stay for good). */
+		struct rs_pub h;
+		size_t hl = offsetof(struct rs_pub, comm);
+		if ((size_t)st.st_size >= hl && pread_all(fd, &h, hl, 0) == 0 && h.magic == RS_PUB_MAGIC &&
+		    h.pid == pid && h.starttime == start && h.pidns == my_pidns() && start_time(pid) != start)
+			unlink(path); /* (stale: its process is gone) */
 		close(fd);
 		return -EPROTO;
 	}

@@ -112,15 +112,50 @@ else
 fi
 
 # A killed process.
+# (Its own file: named by its start time too, for a file of an earlier
+# process with the same pid may be there, from a version whose layout
+# stat cannot read.)
 "$RS_CLI" -- sleep 60 &
 victim=$!
-for i in $(seq 50); do ls /dev/shm/ringsock.*."$victim".* >/dev/null 2>&1 && break; sleep 0.1; done
-check "a process under the launcher publishes its file" ls /dev/shm/ringsock.$(id -u)."$victim".*
+vfile=
+for i in $(seq 50); do
+	vstart=$(sed 's/.*) //' "/proc/$victim/stat" 2>/dev/null | cut -d' ' -f20)
+	vfile=/dev/shm/ringsock.$(id -u).$victim.$vstart
+	[ -e "$vfile" ] && break
+	sleep 0.1
+done
+check "a process under the launcher publishes its file" ls "$vfile"
 kill -9 "$victim"
 wait "$victim" 2>/dev/null
 "$RS_CLI" stat >/dev/null
-check "a killed process's file is removed by the next stat" sh -c "! ls /dev/shm/ringsock.*.$victim.* 2>/dev/null"
+check "a killed process's file is removed by the next stat" sh -c "! ls '$vfile' 2>/dev/null"
 victim=
+# A file of another version's layout (another size; the same header, magic
+# to starttime): removed when its process is gone, kept while it runs.
+old_file() { # pid start: make ringsock.UID.PID.START, version 3's size
+	python3 - "$1" "$2" <<'PY'
+import os, struct, sys
+pid, start = int(sys.argv[1]), int(sys.argv[2])
+ns = int(os.readlink("/proc/self/ns/pid").split("[")[1].rstrip("]"))
+path = "/dev/shm/ringsock.%d.%d.%d" % (os.getuid(), pid, start)
+with open(path, "xb") as f:
+    f.write(struct.pack("<IIIiQQ", 0x31545352, 3, 0, pid, ns, start) + bytes(4096))
+PY
+}
+sleep 60 &
+alive=$!
+astart=$(sed 's/.*) //' "/proc/$alive/stat" | cut -d' ' -f20)
+sh -c 'echo $$ >"$1"' sh "$TMP/gone"
+gone=$(cat "$TMP/gone")
+old_file "$alive" "$astart"
+old_file "$gone" 12345
+"$RS_CLI" stat >/dev/null
+check "another version's file of a gone process is removed by the next stat" \
+	sh -c "! ls /dev/shm/ringsock.$(id -u).$gone.12345 2>/dev/null"
+check "another version's file of a running process is kept" ls "/dev/shm/ringsock.$(id -u).$alive.$astart"
+kill "$alive"
+wait "$alive" 2>/dev/null
+rm -f "/dev/shm/ringsock.$(id -u).$alive.$astart"
 "$RS_CLI" -- sh -c 'echo $$ >"$1"; sleep 0.3' sh "$TMP/pid"
 check "a process that exits removes its file" sh -c "! ls /dev/shm/ringsock.*.$(cat "$TMP/pid").* 2>/dev/null"
 # A file-size limit below the file's size: no file, and no SIGXFSZ.
