@@ -124,10 +124,16 @@ static int read_pub(const char *name, struct rs_pub **out)
 		 * pidns: its files are left alone): a file of this namespace
 		 * whose process is gone is stale all the same (one left by a
 		 * killed process before an upgrade would stay for good). */
-		struct rs_pub h;
-		size_t hl = offsetof(struct rs_pub, comm);
-		if ((size_t)st.st_size >= hl && pread_all(fd, &h, hl, 0) == 0 && h.magic == RS_PUB_MAGIC &&
-		    h.pid == pid && h.starttime == start && h.pidns == my_pidns() && start_time(pid) != start)
+		uint32_t magic;
+		int32_t hpid;
+		uint64_t hns, hstart;
+		if ((size_t)st.st_size >= offsetof(struct rs_pub, comm) &&
+		    pread_all(fd, &magic, sizeof(magic), offsetof(struct rs_pub, magic)) == 0 &&
+		    pread_all(fd, &hpid, sizeof(hpid), offsetof(struct rs_pub, pid)) == 0 &&
+		    pread_all(fd, &hns, sizeof(hns), offsetof(struct rs_pub, pidns)) == 0 &&
+		    pread_all(fd, &hstart, sizeof(hstart), offsetof(struct rs_pub, starttime)) == 0 &&
+		    magic == RS_PUB_MAGIC && hpid == pid && hstart == start && hns == my_pidns() &&
+		    start_time(pid) != start)
 			unlink(path); /* (stale: its process is gone) */
 		close(fd);
 		return -EPROTO;
