@@ -48,7 +48,7 @@ RS_EXPORT int poll(struct pollfd *fds, nfds_t nfds, int timeout)
 	if (engine_on()) {
 		urgent_interest(fds, nfds);
 		int handled;
-		int r = rs_wait_poll(fds, nfds, timeout, NULL, NULL, &handled);
+		int r = rs_wait_poll(fds, nfds, NULL, timeout, NULL, NULL, &handled);
 		if (handled)
 			return (int)rs_ret(r);
 	}
@@ -61,45 +61,59 @@ RS_EXPORT int ppoll(struct pollfd *fds, nfds_t nfds, const struct timespec *tmo,
 	if (engine_on()) {
 		urgent_interest(fds, nfds);
 		int handled;
-		int r = rs_wait_poll(fds, nfds, tmo ? 1 : -1, tmo, ss, &handled);
+		int r = rs_wait_poll(fds, nfds, NULL, tmo ? 1 : -1, tmo, ss, &handled);
 		if (handled)
 			return (int)rs_ret(r);
 	}
 	return REAL(ppoll)(fds, nfds, tmo, ss);
 }
 
-/* select over engine sockets: as a poll, then back to the sets.  Returns
+/* A set's words (fd_set is an array of longs, NFDBITS bits each, in glibc
+ * and musl). */
+static unsigned long set_word(const fd_set *set, int i)
+{
+	return set ? ((const unsigned long *)(const void *)set)[i] : 0;
+}
+
+/* select over engine sockets: as a poll, then back to the sets; counts
+ * the call (on sockets if any watched fd is a tracked one).  Returns
  * RS_PASS when no engine socket is involved. */
 static int select_engine(int nfds, fd_set *r, fd_set *w, fd_set *e, int timeout_ms,
 			 const struct timespec *tmo, const sigset_t *ss)
 {
-	if (!engine_on() || nfds < 0 || nfds > FD_SETSIZE)
+	if (!engine_on() || nfds < 0 || nfds > FD_SETSIZE) {
+		count_fdsets(nfds, r, w, e);
 		return (int)RS_PASS;
-	struct pollfd pf[FD_SETSIZE];
-	int n = 0, engine = 0;
-	for (int fd = 0; fd < nfds; fd++) {
-		short ev = 0;
-		if (r && FD_ISSET(fd, r))
-			ev |= POLLIN;
-		if (w && FD_ISSET(fd, w))
-			ev |= POLLOUT;
-		if (e && FD_ISSET(fd, e))
-			ev |= POLLPRI;
-		if (!ev)
-			continue;
-		struct rs_sock *s = rs_fd_peek(fd);
-		if (ev & POLLPRI)
-			urgent_interest(&(struct pollfd){ .fd = fd, .events = POLLPRI }, 1);
-		engine |= s && rs_sock_on_engine(s);
-		pf[n].fd = fd;
-		pf[n].events = ev;
-		pf[n].revents = 0;
-		n++;
 	}
+	struct pollfd pf[FD_SETSIZE];
+	struct rs_sock *recs[FD_SETSIZE];
+	int n = 0, engine = 0, ours = 0;
+	int words = (nfds + (int)NFDBITS - 1) / (int)NFDBITS;
+	for (int i = 0; i < words; i++) {
+		unsigned long rw = set_word(r, i), ww = set_word(w, i), ew = set_word(e, i);
+		unsigned long m = rw | ww | ew;
+		if (i == words - 1 && nfds % NFDBITS)
+			m &= (1UL << (nfds % NFDBITS)) - 1;
+		for (; m; m &= m - 1) {
+			int b = __builtin_ctzl(m), fd = i * (int)NFDBITS + b;
+			unsigned long bit = 1UL << b;
+			short ev = (short)(((rw & bit) ? POLLIN : 0) | ((ww & bit) ? POLLOUT : 0) | ((ew & bit) ? POLLPRI : 0));
+			struct rs_sock *s = rs_fd_peek(fd);
+			ours |= s != NULL;
+			if (s && (ev & POLLPRI))
+				urgent_interest(&(struct pollfd){ .fd = fd, .events = POLLPRI }, 1);
+			engine |= s && rs_sock_on_engine(s);
+			pf[n].fd = fd;
+			pf[n].events = ev;
+			pf[n].revents = 0;
+			recs[n++] = s;
+		}
+	}
+	rs_count_call(ours, RINGSOCK_FAM_POLL);
 	if (!engine)
 		return (int)RS_PASS;
 	int handled;
-	int k = rs_wait_poll(pf, (unsigned long)n, timeout_ms, tmo, ss, &handled);
+	int k = rs_wait_poll(pf, (unsigned long)n, recs, timeout_ms, tmo, ss, &handled);
 	if (!handled)
 		return (int)RS_PASS;
 	if (k < 0)
@@ -110,13 +124,14 @@ static int select_engine(int nfds, fd_set *r, fd_set *w, fd_set *e, int timeout_
 	/* Clear only the words the kernel would write (nfds bits, rounded up
 	 * to whole words): a program may pass sets sized for its highest
 	 * descriptor, smaller than an fd_set (libevent does). */
-	size_t bytes = (size_t)(nfds + NFDBITS - 1) / NFDBITS * sizeof(fd_mask);
-	if (r)
-		memset(r, 0, bytes);
-	if (w)
-		memset(w, 0, bytes);
-	if (e)
-		memset(e, 0, bytes);
+	for (int i = 0; i < words; i++) {
+		if (r)
+			((unsigned long *)(void *)r)[i] = 0;
+		if (w)
+			((unsigned long *)(void *)w)[i] = 0;
+		if (e)
+			((unsigned long *)(void *)e)[i] = 0;
+	}
 	int count = 0;
 	for (int i = 0; i < n; i++) {
 		short rev = pf[i].revents, ev = pf[i].events;
@@ -138,8 +153,9 @@ static int select_engine(int nfds, fd_set *r, fd_set *w, fd_set *e, int timeout_
 
 RS_EXPORT int select(int nfds, fd_set *r, fd_set *w, fd_set *e, struct timeval *tmo)
 {
-	count_fdsets(nfds, r, w, e);
-	if (!tmo || tmo->tv_sec >= 0) {
+	if (tmo && tmo->tv_sec < 0) {
+		count_fdsets(nfds, r, w, e); /* (the kernel's call says EINVAL) */
+	} else {
 		struct timespec ts, *tsp = NULL;
 		if (tmo) {
 			ts.tv_sec = tmo->tv_sec;
@@ -161,7 +177,6 @@ RS_EXPORT int select(int nfds, fd_set *r, fd_set *w, fd_set *e, struct timeval *
 RS_EXPORT int pselect(int nfds, fd_set *r, fd_set *w, fd_set *e, const struct timespec *tmo,
 		      const sigset_t *ss)
 {
-	count_fdsets(nfds, r, w, e);
 	int k = select_engine(nfds, r, w, e, tmo ? 1 : -1, tmo, ss);
 	if (k != (int)RS_PASS)
 		return (int)rs_ret(k);

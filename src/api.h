@@ -31,10 +31,11 @@ int rs_ep_wait(int epfd, struct epoll_event *evs, int max, int timeout_ms,
 
 /* ---- wait.c: poll, ppoll (select and pselect converted to them) -----------
  * *handled 0: no engine socket among fds, the caller makes the kernel's
- * call; else the count ready or -errno. */
+ * call; else the count ready or -errno.  recs: each entry's record
+ * (rs_fd_peek) as the caller found them, or NULL. */
 struct pollfd;
-int rs_wait_poll(struct pollfd *fds, unsigned long n, int timeout_ms, const struct timespec *tmo,
-		 const sigset_t *ss, int *handled);
+int rs_wait_poll(struct pollfd *fds, unsigned long n, struct rs_sock **recs, int timeout_ms,
+		 const struct timespec *tmo, const sigset_t *ss, int *handled);
 
 /* ---- kwatch.c: the kernel fds of poll/select sets ------------------------ */
 /* fd (or a range) is closed or replaced: registrations by number are void. */

@@ -365,8 +365,22 @@ static void ring_prepare(struct rs_ring *r)
 	while (r->txq) {
 		struct rs_esock *e = r->txq;
 		r->txq = e->txq_next;
+		if (r->holding && e->hold_seq == r->hold_seq) {
+			e->on_txq = 2; /* kept for this round (wait.c hold_sends) */
+			e->txq_next = r->txheld;
+			r->txheld = e;
+			continue;
+		}
 		e->on_txq = 0;
 		e->ops->submit_tx(r, e);
+	}
+	r->txq_held_only = r->txheld != NULL;
+	while (r->txheld) {
+		struct rs_esock *e = r->txheld;
+		r->txheld = e->txq_next;
+		e->on_txq = 1;
+		e->txq_next = r->txq;
+		RS_STORE(r->txq, e); /* (the owner looks without the lock) */
 	}
 	/* One at a time from the list (a full SQ submits and reaps, and a
 	 * completion may free a socket or queue it again), only while the
@@ -410,7 +424,7 @@ int rs_ring_progress(struct rs_ring *r)
 			 ++r->tr_empty >= 3)
 			r->tr_stale = 1; /* three enters in a row found nothing */
 		handled += n;
-		if (!n && !r->txq && !r->detach && !(r->rearm && rearm_possible(r)))
+		if (!n && (!r->txq || r->txq_held_only) && !r->detach && !(r->rearm && rearm_possible(r)))
 			break;
 	}
 	return handled;

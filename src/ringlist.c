@@ -41,6 +41,7 @@ void rs_ring_txq_add(struct rs_ring *r, struct rs_esock *e)
 	e->on_txq = 1;
 	e->txq_next = r->txq;
 	RS_STORE(r->txq, e); /* (the owner looks without the lock) */
+	r->txq_held_only = 0;
 }
 
 void rs_ring_rearm_add(struct rs_ring *r, struct rs_esock *e)
@@ -98,7 +99,7 @@ void rs_ring_forget(struct rs_ring *r, struct rs_esock *e)
 {
 	rs_assert(rs_ring_held(r));
 	if (e->on_txq) {
-		list_del(&r->txq, e, offsetof(struct rs_esock, txq_next));
+		list_del(e->on_txq == 2 ? &r->txheld : &r->txq, e, offsetof(struct rs_esock, txq_next));
 		e->on_txq = 0;
 	}
 	if (e->on_rearm) {

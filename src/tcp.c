@@ -544,6 +544,18 @@ static int tx_pending(struct rs_esock *e)
 	return t->tx_cnt || t->send_inflight;
 }
 
+/* Sends the program keeps making between polls (a stream written in
+ * small pieces, each poll asking for POLLOUT and answered at once) go out
+ * merged, up to RINGSOCK_TX_MERGE bytes; the next wait that finds no new
+ * bytes, or that would sleep, sends them. */
+static int tx_hold(struct rs_esock *e)
+{
+	struct rs_tcp *t = rs_tcp_of(e);
+	int hold = t->tx_new && t->tx_cnt && !t->e.drain && t->tx_bytes < (size_t)rs_rt.cfg.v[RS_K_TX_MERGE];
+	t->tx_new = 0;
+	return hold;
+}
+
 static size_t flush_direct(struct rs_esock *e)
 {
 	return rs_tcp_flush_direct(rs_tcp_of(e));
@@ -654,6 +666,7 @@ const struct rs_kind_ops rs_tcp_ops = {
 	.fork_prepare = fork_prepare,
 	.fork_child = fork_child,
 	.tx_pending = tx_pending,
+	.tx_hold = tx_hold,
 	.flush_direct = flush_direct,
 	.sync_tx = sync_tx,
 	.close_fd_free = close_fd_free,

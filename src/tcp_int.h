@@ -105,6 +105,9 @@ struct rs_tcp {
 	uint8_t linear_used;      /* txs->linear holds queued bytes */
 	uint8_t sent;             /* a send has been made (the first goes to the
 				   * kernel: errors from before arming) */
+	uint8_t tx_new;           /* bytes were queued since the last poll/select
+				   * that asked for POLLOUT, or the last submit
+				   * (tx_hold) */
 	uint8_t rxc_used;         /* rxc holds queued bytes (RX_CACHE) */
 	uint8_t zc;               /* zero-copy sends: RS_TZC_* (decided once) */
 	uint8_t inflight_zc;      /* the send in flight is zero-copy */

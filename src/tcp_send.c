@@ -464,6 +464,7 @@ ssize_t rs_tcp_send(struct rs_tcp *t, const struct iovec *iov, int iovcnt, int f
 		return -ENOMEM;
 	tx_charge(t, done);
 	rs_stat_add(RS_C_CALLS_NOSYS, 1);
+	t->tx_new = 1;
 	queue_tx(r, t);
 	return (ssize_t)done;
 }

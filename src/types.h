@@ -394,6 +394,14 @@ struct rs_ring {
 				  * linked through prev, next) [lock] */
 	struct rs_esock *txq;    /* sockets with sends to submit (txq_next) [lock;
 				  * the owner looks without it (RS_LOAD)] */
+	struct rs_esock *txheld; /* while ring_prepare submits: the txq sockets
+				  * a wait call keeps queued (on_txq 2) [lock] */
+	uint32_t hold_seq;       /* poll/select calls that looked for sends to
+				  * keep (wait.c; count) [lock] */
+	uint8_t holding;         /* 1: this round keeps the sends of sockets
+				  * whose hold_seq is the ring's [lock] */
+	uint8_t txq_held_only;   /* 1: every socket on txq is kept this round
+				  * (a new one clears it) [lock] */
 	struct rs_esock *rearm;  /* sockets whose multishot receive must restart
 				  * (rearm_next) [lock] */
 	struct rs_esock *detach; /* sockets other threads detached, or whose
@@ -526,7 +534,10 @@ struct rs_esock {
 				  * -1 once that number is closed [ring/mu] */
 	int mode;                /* enum rs_esock_mode [ring/mu, hint] */
 	uint8_t on_txq, on_rearm, on_detach, on_draining; /* list membership
-				  * (1: on owner's list) [ring] */
+				  * (1: on owner's list; on_txq 2: on its
+				  * txheld, inside ring_prepare) [ring] */
+	uint32_t hold_seq;       /* the owner's hold_seq when a poll/select
+				  * kept its queued sends (wait.c) [ring] */
 	uint8_t passive;         /* detached and drained: the kernel's alone
 				  * (set by rs_esock_maybe_passive)
 				  * [mu; hint (acquire); never cleared] */
@@ -588,6 +599,11 @@ struct rs_kind_ops {
 	void (*fork_child)(struct rs_esock *e);
 	int (*tx_pending)(struct rs_esock *e);     /* accepted sends not yet out
 						    * (locked) */
+	/* a poll/select that returns at once with e writable, asked for
+	 * POLLOUT (r locked): may its queued sends wait for more (the program
+	 * sent since its last wait, fewer than RINGSOCK_TX_MERGE bytes)?
+	 * NULL: never */
+	int (*tx_hold)(struct rs_esock *e);
 	size_t (*flush_direct)(struct rs_esock *e); /* write them with system
 						     * calls (locked): bytes */
 	void (*sync_tx)(struct rs_esock *e);       /* before a call the kernel

@@ -27,21 +27,28 @@ static unsigned to_poll(unsigned ev)
 /* What an entry is to us. */
 enum { K_KERNEL, K_ENGINE, K_LEFTOVER };
 
-static struct rs_esock *esock_of(int fd)
+/* The engine state of an entry's record (rec[i], looked up once per
+ * round: see rs_wait_poll). */
+static struct rs_esock *esock_of(struct rs_sock *s)
 {
-	struct rs_sock *s = rs_fd_peek(fd);
 	return s ? atomic_load(&s->eng) : NULL;
+}
+
+static void look_up(const struct pollfd *fds, unsigned long n, struct rs_sock **rec)
+{
+	for (unsigned long i = 0; i < n; i++)
+		rec[i] = rs_fd_peek(fds[i].fd);
 }
 
 /* Is any entry an engine socket?  (A known epoll set among them is watched
  * from outside from now on: its engine sockets go back to the kernel.)
  * Sockets owned by other threads go back to the kernel path first. */
-static int engine_involved(struct pollfd *fds, unsigned long n, struct rs_ring *r)
+static int engine_involved(struct pollfd *fds, unsigned long n, struct rs_sock **rec, struct rs_ring *r)
 {
 	int any = 0;
 	for (unsigned long i = 0; i < n; i++) {
-		struct rs_sock *s = rs_fd_peek(fds[i].fd);
-		struct rs_esock *t = s ? atomic_load(&s->eng) : NULL;
+		struct rs_sock *s = rec[i];
+		struct rs_esock *t = esock_of(s);
 		if (t && !rs_esock_passive(t)) {
 			if (rs_esock_owner(t) && rs_esock_owner(t) != r && rs_esock_mode(t) == RS_ES_ARMED)
 				rs_sock_before_kernel(s, fds[i].fd, RINGSOCK_PT_THREAD);
@@ -54,18 +61,41 @@ static int engine_involved(struct pollfd *fds, unsigned long n, struct rs_ring *
 	return any;
 }
 
+/* Before the call's first round (r locked): sockets asked for POLLOUT
+ * that the engine finds writable (so the call returns at once) and whose
+ * kind says their queued sends may wait for more (tx_hold: the program
+ * sent since its last poll, fewer than RINGSOCK_TX_MERGE bytes) keep them
+ * through this round; a socket not asked for POLLOUT, or a call that will
+ * sleep (its next round), sends them. */
+static void hold_sends(struct pollfd *fds, unsigned long n, struct rs_sock **rec, struct rs_ring *r)
+{
+	if (!RS_LOAD(r->txq))
+		return;
+	r->hold_seq++;
+	for (unsigned long i = 0; i < n; i++) {
+		if (!(fds[i].events & POLLOUT))
+			continue;
+		struct rs_esock *t = esock_of(rec[i]);
+		if (t && t->on_txq && t->ops->tx_hold && rs_esock_armed_on(t, r) &&
+		    (rs_esock_readiness(t) & EPOLLOUT) && t->ops->tx_hold(t)) {
+			t->hold_seq = r->hold_seq;
+			r->holding = 1;
+		}
+	}
+}
+
 /* One round's engine answers (r locked): k[] is what the kernel is asked,
  * kind[] what each entry is, revents the engine's answer so far.  Returns
  * the entries ready; *transient: one is in hand-over, look again soon. */
-static int engine_answers(struct pollfd *fds, unsigned long n, struct rs_ring *r, struct pollfd *k,
-			  unsigned char *kind, int *transient)
+static int engine_answers(struct pollfd *fds, unsigned long n, struct rs_sock **rec, struct rs_ring *r,
+			  struct pollfd *k, unsigned char *kind, int *transient)
 {
 	int ready = 0;
 	for (unsigned long i = 0; i < n; i++) {
 		k[i] = fds[i];
 		k[i].revents = 0;
 		kind[i] = K_KERNEL;
-		struct rs_esock *t = esock_of(fds[i].fd);
+		struct rs_esock *t = esock_of(rec[i]);
 		if (!t || (rs_esock_passive(t) && !rs_esock_held_events(t)))
 			continue; /* the kernel's alone (an error a call kept is ours) */
 		if (r && rs_esock_armed_on(t, r)) {
@@ -105,13 +135,13 @@ static int engine_answers(struct pollfd *fds, unsigned long n, struct rs_ring *r
 /* The answers: the engine's (saved) with the kernel's (k, kr: its result).
  * What the kernel says of an engine socket updates its hints.  Returns the
  * entries ready. */
-static int merge_answers(struct pollfd *fds, unsigned long n, const struct pollfd *k, const unsigned char *kind,
-			 const short *saved, long kr)
+static int merge_answers(struct pollfd *fds, unsigned long n, struct rs_sock **rec, const struct pollfd *k,
+			 const unsigned char *kind, const short *saved, long kr)
 {
 	int total = 0;
 	for (unsigned long i = 0; i < n; i++) {
-		if (kind[i] == K_ENGINE && kr >= 0) {
-			struct rs_esock *t = esock_of(fds[i].fd);
+		if (kind[i] == K_ENGINE && kr >= 0 && (k[i].revents & (POLLOUT | POLLERR | POLLHUP))) {
+			struct rs_esock *t = esock_of(rec[i]);
 			if (t && (k[i].revents & POLLOUT))
 				RS_STORE(t->kfull, 0); /* the kernel's buffer has room again */
 			if (t && (k[i].revents & (POLLERR | POLLHUP)))
@@ -216,12 +246,25 @@ static long kernel_poll(struct rs_ring *r, struct pollfd *k, unsigned long n, un
 	return kr;
 }
 
-int rs_wait_poll(struct pollfd *fds, unsigned long n, int timeout_ms, const struct timespec *tmo,
-		 const sigset_t *ss, int *handled)
+int rs_wait_poll(struct pollfd *fds, unsigned long n, struct rs_sock **recs, int timeout_ms,
+		 const struct timespec *tmo, const sigset_t *ss, int *handled)
 {
 	struct rs_ring *r = rs_ring_tls;
 	*handled = 0;
-	if (!engine_involved(fds, n, r)) {
+	/* Each entry's record, looked up once per round: the caller's
+	 * (select's) for the first. */
+	struct rs_sock *rec_stack[64], **rec = recs;
+	if (!rec) {
+		rec = n <= 64 ? rec_stack : malloc(n * sizeof(*rec));
+		if (!rec) {
+			*handled = 1;
+			return -ENOMEM;
+		}
+		look_up(fds, n, rec);
+	}
+	if (!engine_involved(fds, n, rec, r)) {
+		if (rec != recs && rec != rec_stack)
+			free(rec);
 		if (r && rs_ring_has_work(r)) {
 			rs_ring_lock(r);
 			rs_ring_progress(r);
@@ -230,31 +273,37 @@ int rs_wait_poll(struct pollfd *fds, unsigned long n, int timeout_ms, const stru
 		return 0;
 	}
 	*handled = 1;
-	if (n > 65536)
-		return -EINVAL;
 	struct pollfd k_stack[65];
 	unsigned char kind_stack[65];
 	struct pollfd *k = n < 65 ? k_stack : malloc((n + 1) * sizeof(*k));
 	unsigned char *kind = n < 65 ? kind_stack : malloc(n + 1);
-	if (!k || !kind) {
+	if (n > 65536 || !k || !kind) {
 		if (k != k_stack)
 			free(k);
 		if (kind != kind_stack)
 			free(kind);
-		return -ENOMEM;
+		if (rec != recs && rec != rec_stack)
+			free(rec);
+		return n > 65536 ? -EINVAL : -ENOMEM;
 	}
 	if (tmo)
 		timeout_ms = (int)(tmo->tv_sec * 1000 + (tmo->tv_nsec + 999999) / 1000000);
 	/* The deadline is read from the clock when the call first sleeps. */
 	int64_t deadline = -1;
-	int result;
+	int result, first = 1;
 	for (;;) {
 		int transient = 0;
+		if (!first)
+			look_up(fds, n, rec); /* (after a wait: fds may have changed) */
 		if (r) {
 			rs_ring_lock(r);
+			if (first && rs_rt.cfg.v[RS_K_TX_MERGE])
+				hold_sends(fds, n, rec, r);
 			rs_ring_progress(r);
+			r->holding = 0;
 		}
-		int ready = engine_answers(fds, n, r, k, kind, &transient);
+		first = 0;
+		int ready = engine_answers(fds, n, rec, r, k, kind, &transient);
 		unsigned long nk = n;
 		int blocking = !ready && timeout_ms != 0;
 		if (r && blocking && wake_watched(r, k, &nk))
@@ -288,7 +337,7 @@ int rs_wait_poll(struct pollfd *fds, unsigned long n, int timeout_ms, const stru
 			result = (int)kr;
 			break;
 		}
-		int total = merge_answers(fds, n, k, kind, saved, kr);
+		int total = merge_answers(fds, n, rec, k, kind, saved, kr);
 		if (saved != saved_stack)
 			free(saved);
 		if (total || (!wake && !sliced) || timeout_ms == 0 || (deadline >= 0 && rs_now_ns() >= deadline)) {
@@ -300,5 +349,7 @@ int rs_wait_poll(struct pollfd *fds, unsigned long n, int timeout_ms, const stru
 		free(k);
 	if (kind != kind_stack)
 		free(kind);
+	if (rec != recs && rec != rec_stack)
+		free(rec);
 	return result;
 }
