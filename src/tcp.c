@@ -546,13 +546,15 @@ static int tx_pending(struct rs_esock *e)
 
 /* Sends the program keeps making between polls (a stream written in
  * small pieces, each poll asking for POLLOUT and answered at once) go out
- * merged, up to RINGSOCK_TX_MERGE bytes; the next wait that finds no new
- * bytes, or that would sleep, sends them. */
+ * merged, up to RINGSOCK_TX_MERGE bytes or RS_TX_HOLDS polls; the next
+ * wait that finds no new bytes, or that would sleep, sends them. */
 static int tx_hold(struct rs_esock *e)
 {
 	struct rs_tcp *t = rs_tcp_of(e);
-	int hold = t->tx_new && t->tx_cnt && !t->e.drain && t->tx_bytes < (size_t)rs_rt.cfg.v[RS_K_TX_MERGE];
+	int hold = t->tx_new && t->tx_cnt && !t->e.drain && t->tx_holds < RS_TX_HOLDS &&
+		   t->tx_bytes < (size_t)rs_rt.cfg.v[RS_K_TX_MERGE];
 	t->tx_new = 0;
+	t->tx_holds += (uint8_t)hold;
 	return hold;
 }
 

@@ -105,6 +105,7 @@ void rs_tcp_submit_tx(struct rs_ring *r, struct rs_tcp *t)
 	if (t->send_inflight || !t->tx_cnt || t->e.fd < 0)
 		return;
 	t->tx_new = 0;
+	t->tx_holds = 0;
 	struct io_uring_sqe *sqe = rs_ring_sqe(r);
 	if (!sqe) {
 		rs_ring_txq_add(r, &t->e); /* no room in the SQ: at the next round */

@@ -31,6 +31,10 @@ struct rs_shared_rx {
 };
 
 #define RS_TX_IOV 16
+/* Polls in a row that may keep a socket's queued sends (tcp.c tx_hold):
+ * a program that sends a little before each of many polls waits at most
+ * this many for them. */
+#define RS_TX_HOLDS 32
 #define RS_LINEAR 256
 
 /* What a socket needs once it sends: the sendmsg in flight and the
@@ -108,6 +112,8 @@ struct rs_tcp {
 	uint8_t tx_new;           /* bytes were queued since the last poll/select
 				   * that asked for POLLOUT, or the last submit
 				   * (tx_hold) */
+	uint8_t tx_holds;         /* polls that kept the queued bytes since the
+				   * last submit (count, up to RS_TX_HOLDS) */
 	uint8_t rxc_used;         /* rxc holds queued bytes (RX_CACHE) */
 	uint8_t zc;               /* zero-copy sends: RS_TZC_* (decided once) */
 	uint8_t inflight_zc;      /* the send in flight is zero-copy */
