@@ -323,8 +323,8 @@ int rs_wait_poll(struct pollfd *fds, unsigned long n, struct rs_sock **recs, int
 		int sliced;
 		struct timespec *tsp = poll_timeout(r, ready ? 0 : timeout_ms, timeout_ms, &deadline, transient, &sliced, &ts);
 		long kr = kernel_poll(r, k, n, nk, tsp, ss, skip);
-		if (r)
-			rs_ring_evfd_quiet(r, 1);
+		if (nk > n)
+			rs_ring_evfd_quiet(r, 1); /* (wake_watched unmuted it) */
 		int wake = 0;
 		if (nk > n && k[n].revents) {
 			uint64_t v;
