@@ -114,6 +114,9 @@ struct rs_tcp {
 				   * (tx_hold) */
 	uint8_t tx_holds;         /* polls that kept the queued bytes since the
 				   * last submit (count, up to RS_TX_HOLDS) */
+	uint8_t tx_bulk;          /* the last send went to the kernel and was
+				   * large (RINGSOCK_DIRECT_THRESHOLD) or only
+				   * partly taken: the next one goes there too */
 	uint8_t rxc_used;         /* rxc holds queued bytes (RX_CACHE) */
 	uint8_t zc;               /* zero-copy sends: RS_TZC_* (decided once) */
 	uint8_t inflight_zc;      /* the send in flight is zero-copy */

@@ -243,9 +243,12 @@ static int send_to_kernel(struct rs_tcp *t, size_t total)
 	 * kernel says so at once; and so after the peer's end (FIN), or once
 	 * the kernel reported ERR/HUP to a poll, when a reset that only the
 	 * kernel has seen fails the send. */
+	/* And the rest of a large send the kernel took only part of, or a
+	 * smaller send right after a large one (a bulk writer's): nothing to
+	 * merge it with. */
 	return !t->tx_cnt && !t->send_inflight &&
 	       ((direct && total >= direct) || RS_LOAD(t->e.kfull) || !t->sent || t->rx_eof ||
-		RS_LOAD(t->e.k_hup) || pp || alone || shared);
+		RS_LOAD(t->e.k_hup) || pp || alone || shared || t->tx_bulk);
 }
 
 /* ---- room in the kernel's send buffer ----------------------------------
@@ -346,6 +349,8 @@ static ssize_t send_direct(struct rs_tcp *t, const struct iovec *iov, int iovcnt
 	if (k > 0)
 		tx_charge(t, (size_t)k);
 	int full = k == -EAGAIN || (k >= 0 && (size_t)k < total);
+	size_t direct = (size_t)rs_rt.cfg.v[RS_K_DIRECT_THRESHOLD];
+	t->tx_bulk = full || (direct && total >= direct);
 	RS_STORE(t->e.kfull, full);
 	if (full)
 		rs_ep_sock_kfull(&t->e);
