@@ -354,12 +354,13 @@ static void catch_up(struct rs_tcp *t, int flags, int will_block, int round)
 static ssize_t took(struct rs_tcp *t, size_t held, size_t got, size_t want, int flags)
 {
 	size_t direct = (size_t)rs_rt.cfg.v[RS_K_DIRECT_THRESHOLD];
-	if (direct && want >= direct && got < want && !(flags & MSG_PEEK) && !t->rx_direct &&
+	if (direct && want >= direct && !(flags & MSG_PEEK) && !t->rx_direct &&
 	    t->e.mode == RS_ES_ARMED && t->e.owner && t->e.owner == rs_ring_tls)
 		/* A bulk reader that always finds something held (the
-		 * receive keeps ahead of it, as with several streams)
-		 * would be served from the buffers with a copy each:
-		 * its next reads go to the kernel. */
+		 * receive keeps ahead of it, as with several streams; as
+		 * much as it asks for, or less) would be served from the
+		 * buffers with a copy each: its next reads go to the
+		 * kernel. */
 		rs_tcp_go_direct(t->e.owner, t, RS_DIRECT_BULK);
 	int lowat = __atomic_load_n(&t->e.sock->rcvlowat, __ATOMIC_RELAXED);
 	if (held && lowat > 1 && !(flags & MSG_PEEK) && t->e.mode == RS_ES_DETACHED) {

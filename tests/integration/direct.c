@@ -14,6 +14,8 @@
  *   big N        N 256 KiB blocking reads of what is there (MSG_DONTWAIT)
  *   bigheld N    the same, named apart: after a read that left the
  *                engine holding the rest of a feed
+ *   bigfull N    N reads of 64 KiB (RINGSOCK_DIRECT_THRESHOLD) with
+ *                MSG_DONTWAIT, each finding that much or more
  *   fork N       N forks of a child that exits at once (the socket is
  *                open in another process: its reads are the kernel's
  *                for good)
@@ -173,6 +175,10 @@ int main(int argc, char **argv)
 			for (int k = 0; k < n; k++)
 				if (recv(sock, big, sizeof(big), MSG_DONTWAIT) <= 0)
 					die("big");
+		} else if (!strcmp(step, "bigfull")) {
+			for (int k = 0; k < n; k++)
+				if (recv(sock, big, 65536, MSG_DONTWAIT) != 65536)
+					die("bigfull");
 		} else {
 			die("unknown step");
 		}

@@ -16,7 +16,7 @@ expect() {
 }
 
 steps="waits:1 feed:8 read:8 waits:3 waits:2 feed:9 read:9 feed:10 nbread:10 waits:4 feed:1030 read:1030
-	feed:64 big:1 feed:20 read:20 feed:64 read:3 bigheld:1 fork:1 feed:12 nbread:12"
+	feed:64 big:1 feed:20 read:20 feed:64 read:3 bigheld:1 feed:1045 read:21 bigfull:1 fork:1 feed:12 nbread:12"
 out=$(LD_PRELOAD="$RS_LIB" "$RS_DIRECT" $steps)
 check "the peer ran" test "$(echo "$out" | tail -1)" = "peer ok"
 # One read that had to wait (a server's first read before the client's
@@ -48,6 +48,13 @@ expect "small reads after it: back at the 16th" "$out" read:20 "direct_on=0 dire
 # what is held, and the reads after it are the kernel's.
 expect "small reads with the engine: held" "$out" read:3 "direct_on=0 direct_off=0 kernel_reads=0 engine_reads=3"
 expect "a large read finding less held: the kernel's next" "$out" bigheld:1 \
+	"direct_on=1 direct_off=0 kernel_reads=0 engine_reads=1"
+# One that finds as much held as it asks for (64 KiB, after 16 small reads
+# gave the socket back to the engine): answered from what is held, and
+# the reads after it are the kernel's too.
+expect "small reads after the first large one: back at the 16th" "$out" read:21 \
+	"direct_on=0 direct_off=1 kernel_reads=15 engine_reads=6"
+expect "a large read finding all it asks held: the kernel's next" "$out" bigfull:1 \
 	"direct_on=1 direct_off=0 kernel_reads=0 engine_reads=1"
 
 # Open in another process too (a fork): no read-ahead ever again, whatever
