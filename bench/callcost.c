@@ -74,6 +74,21 @@ static void xfer(int fd, size_t n, int out)
 	}
 }
 
+/* One select (or poll) on a and b, for reading, with a timeout. */
+static int wait_ready(int use_poll, int a, int b)
+{
+	if (use_poll) {
+		struct pollfd pf[2] = { { a, POLLIN, 0 }, { b, POLLIN, 0 } };
+		return poll(pf, 2, 5000);
+	}
+	fd_set rs;
+	FD_ZERO(&rs);
+	FD_SET(a, &rs);
+	FD_SET(b, &rs);
+	struct timeval tv = { 5, 0 };
+	return select((a > b ? a : b) + 1, &rs, NULL, NULL, &tv);
+}
+
 int main(int argc, char **argv)
 {
 	int rounds = argc > 1 ? atoi(argv[1]) : 200;
@@ -153,28 +168,16 @@ int main(int argc, char **argv)
 	/* select and poll with the same socket readable and the listener (a
 	 * descriptor the kernel answers for) beside it, a timeout set, as an
 	 * event loop built on them asks (iperf3's) */
-	for (int r = 0; r < rounds; r++) {
-		int64_t t0 = now_ns();
-		for (int i = 0; i < BATCH; i++) {
-			fd_set rs;
-			FD_ZERO(&rs);
-			FD_SET(l, &rs);
-			FD_SET(s2, &rs);
-			struct timeval tv = { 5, 0 };
-			if (select((s2 > l ? s2 : l) + 1, &rs, NULL, NULL, &tv) != 1)
-				die("select_ready");
+	for (int use_poll = 0; use_poll < 2; use_poll++) {
+		for (int r = 0; r < rounds; r++) {
+			int64_t t0 = now_ns();
+			for (int i = 0; i < BATCH; i++)
+				if (wait_ready(use_poll, l, s2) != 1)
+					die(use_poll ? "poll_ready" : "select_ready");
+			v[r] = (double)(now_ns() - t0) / BATCH;
 		}
-		v[r] = (double)(now_ns() - t0) / BATCH;
-	}
-	printf("select_ready_ns=%.1f ", median(v, rounds));
-	for (int r = 0; r < rounds; r++) {
-		int64_t t0 = now_ns();
-		for (int i = 0; i < BATCH; i++) {
-			struct pollfd pf[2] = { { l, POLLIN, 0 }, { s2, POLLIN, 0 } };
-			if (poll(pf, 2, 5000) != 1)
-				die("poll_ready");
-		}
-		v[r] = (double)(now_ns() - t0) / BATCH;
+		if (!use_poll)
+			printf("select_ready_ns=%.1f ", median(v, rounds));
 	}
 	printf("poll_ready_ns=%.1f\n", median(v, rounds));
 	return 0;
