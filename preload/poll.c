@@ -75,6 +75,15 @@ static unsigned long set_word(const fd_set *set, int i)
 	return set ? ((const unsigned long *)(const void *)set)[i] : 0;
 }
 
+/* Word i of the union of the sets, bits at or past nfds cleared. */
+static unsigned long set_mask(const fd_set *r, const fd_set *w, const fd_set *e, int i, int words, int nfds)
+{
+	unsigned long m = set_word(r, i) | set_word(w, i) | set_word(e, i);
+	if (i == words - 1 && nfds % NFDBITS)
+		m &= (1UL << (nfds % NFDBITS)) - 1;
+	return m;
+}
+
 /* select over engine sockets: as a poll, then back to the sets; counts
  * the call (on sockets if any watched fd is a tracked one).  Returns
  * RS_PASS when no engine socket is involved. */
@@ -83,18 +92,19 @@ static int select_engine(int nfds, fd_set *r, fd_set *w, fd_set *e, int timeout_
 {
 	if (!engine_on() || nfds < 0 || nfds > FD_SETSIZE) {
 		count_fdsets(nfds, r, w, e);
+		rs_ring_flush_own_tx(); /* (the kernel's select may sleep) */
 		return (int)RS_PASS;
 	}
-	struct pollfd pf[FD_SETSIZE];
-	struct rs_sock *recs[FD_SETSIZE];
+	int words = (nfds + (int)NFDBITS - 1) / (int)NFDBITS, nset = 0;
+	for (int i = 0; i < words; i++)
+		nset += __builtin_popcountl(set_mask(r, w, e, i, words, nfds));
+	/* (sized to the set: a thread with a small stack may select) */
+	struct pollfd pf[nset ? nset : 1];
+	struct rs_sock *recs[nset ? nset : 1];
 	int n = 0, engine = 0, ours = 0;
-	int words = (nfds + (int)NFDBITS - 1) / (int)NFDBITS;
 	for (int i = 0; i < words; i++) {
 		unsigned long rw = set_word(r, i), ww = set_word(w, i), ew = set_word(e, i);
-		unsigned long m = rw | ww | ew;
-		if (i == words - 1 && nfds % NFDBITS)
-			m &= (1UL << (nfds % NFDBITS)) - 1;
-		for (; m; m &= m - 1) {
+		for (unsigned long m = set_mask(r, w, e, i, words, nfds); m; m &= m - 1) {
 			int b = __builtin_ctzl(m), fd = i * (int)NFDBITS + b;
 			unsigned long bit = 1UL << b;
 			short ev = (short)(((rw & bit) ? POLLIN : 0) | ((ww & bit) ? POLLOUT : 0) | ((ew & bit) ? POLLPRI : 0));
@@ -110,8 +120,10 @@ static int select_engine(int nfds, fd_set *r, fd_set *w, fd_set *e, int timeout_
 		}
 	}
 	rs_count_call(ours, RINGSOCK_FAM_POLL);
-	if (!engine)
+	if (!engine) {
+		rs_ring_flush_own_tx(); /* (the kernel's select may sleep) */
 		return (int)RS_PASS;
+	}
 	int handled;
 	int k = rs_wait_poll(pf, (unsigned long)n, recs, timeout_ms, tmo, ss, &handled);
 	if (!handled)

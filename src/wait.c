@@ -10,6 +10,7 @@
  */
 #define _GNU_SOURCE 1
 #include <errno.h>
+#include <limits.h>
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
@@ -251,6 +252,8 @@ int rs_wait_poll(struct pollfd *fds, unsigned long n, struct rs_sock **recs, int
 {
 	struct rs_ring *r = rs_ring_tls;
 	*handled = 0;
+	if (n > INT_MAX)
+		return 0; /* more than RLIMIT_NOFILE can be: the kernel says EINVAL */
 	/* Each entry's record, looked up once per round: the caller's
 	 * (select's) for the first. */
 	struct rs_sock *rec_stack[64], **rec = recs;

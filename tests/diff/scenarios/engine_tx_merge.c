@@ -8,17 +8,23 @@
  *      each time, with no send in between;
  *   2. select for reading only;
  *   3. epoll_wait for EPOLLIN;
- *   4. poll(POLLOUT, 0) a thousand times, then poll(POLLIN, -1).
- * Under the library a wait that kept the bytes for good hangs (SIGALRM).
+ *   4. poll(POLLOUT, 0) a thousand times, then poll(POLLIN, -1);
+ *   5. select on a pipe only, which the peer writes once it has the
+ *      stream (a select with no engine socket in its sets).
+ * RLIMIT_NOFILE is lowered first, so that the library has no drain thread
+ * and so no watchdog that would send the bytes later anyway: under the
+ * library a wait that kept the bytes, or slept without sending them,
+ * hangs (SIGALRM).
  * ENGINE_MIN_ACCELERATED=1 */
 #include "../scn.h"
 #include <sys/epoll.h>
+#include <sys/resource.h>
 #include <sys/select.h>
 
 #define PIECE 256
 #define PIECES 400
 
-static void peer(int s)
+static void peer(int s, int pipe_w)
 {
 	/* arm the other end: six one-byte round trips it reads */
 	char b;
@@ -27,12 +33,14 @@ static void peer(int s)
 			_exit(2);
 	}
 	static char buf[PIECE * PIECES];
-	for (int round = 0; round < 4; round++) {
+	for (int round = 0; round < 5; round++) {
 		if (recv_all_nb(s, buf, sizeof(buf)) != (long)sizeof(buf))
 			_exit(3);
 		uint32_t sum = scn_sum(buf, sizeof(buf));
 		if (send_all_nb(s, &sum, sizeof(sum)) != (long)sizeof(sum))
 			_exit(4);
+		if (round == 4 && write(pipe_w, "p", 1) != 1)
+			_exit(6);
 	}
 	_exit(0);
 }
@@ -71,26 +79,34 @@ int main(void)
 {
 	/* Both ends made after the fork: a socket open across a fork sends
 	 * straight to the kernel (tcp_send.c send_to_kernel). */
+	struct rlimit rl = { 100, 100 };
+	if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
+		die("setrlimit");
 	struct sockaddr_storage a;
 	socklen_t al = sizeof(a);
 	int l = tcp_listener(AF_INET, &a, &al);
+	int pp[2];
+	if (pipe(pp) < 0)
+		die("pipe");
 	pid_t p = fork();
 	if (p < 0)
 		die("fork");
 	if (p == 0) {
 		alarm(60);
 		close(l);
+		close(pp[0]);
 		int s = socket(AF_INET, SOCK_STREAM, 0);
 		if (s < 0 || connect(s, (struct sockaddr *)&a, al) < 0)
 			_exit(5);
 		set_nonblock(s);
-		peer(s);
+		peer(s, pp[1]);
 	}
 	alarm(60);
 	int c = accept(l, NULL, NULL);
 	if (c < 0)
 		die("accept");
 	close(l);
+	close(pp[1]);
 	set_nonblock(c);
 	char b;
 	for (int i = 0; i < 6; i++)
@@ -138,6 +154,14 @@ int main(void)
 	struct pollfd pf = { c, POLLIN, 0 };
 	R("poll(POLLIN, -1)", poll(&pf, 1, -1));
 	answer(c, "poll(POLLIN)");
+
+	/* 5: select on the pipe only */
+	stream(c, data, 1);
+	fd_set ps;
+	FD_ZERO(&ps);
+	FD_SET(pp[0], &ps);
+	R("select on a pipe", select(pp[0] + 1, &ps, NULL, NULL, NULL));
+	answer(c, "select on a pipe");
 
 	close(c);
 	reap("peer", p);
