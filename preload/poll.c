@@ -102,9 +102,11 @@ static int select_engine(int nfds, fd_set *r, fd_set *w, fd_set *e, int timeout_
 	struct pollfd pf[nset ? nset : 1];
 	struct rs_sock *recs[nset ? nset : 1];
 	int n = 0, engine = 0, ours = 0;
-	for (int i = 0; i < words; i++) {
+	/* (n < nset: a set another thread changes meanwhile never takes more
+	 * entries than were counted) */
+	for (int i = 0; i < words && n < nset; i++) {
 		unsigned long rw = set_word(r, i), ww = set_word(w, i), ew = set_word(e, i);
-		for (unsigned long m = set_mask(r, w, e, i, words, nfds); m; m &= m - 1) {
+		for (unsigned long m = set_mask(r, w, e, i, words, nfds); m && n < nset; m &= m - 1) {
 			int b = __builtin_ctzl(m), fd = i * (int)NFDBITS + b;
 			unsigned long bit = 1UL << b;
 			short ev = (short)(((rw & bit) ? POLLIN : 0) | ((ww & bit) ? POLLOUT : 0) | ((ew & bit) ? POLLPRI : 0));
