@@ -83,6 +83,20 @@ int rs_fdseen_has(int fd)
 	       (atomic_load(&bits[fd / 64]) & (1ull << (fd % 64)));
 }
 
+int rs_fdseen_next_unseen(int fd)
+{
+	if (fd < 0 || !__atomic_load_n(&bits, __ATOMIC_ACQUIRE))
+		return -1;
+	for (size_t w = (size_t)fd / 64; w < nwords; w++) {
+		uint64_t free = ~atomic_load(&bits[w]);
+		if (w == (size_t)fd / 64)
+			free &= ~0ull << (fd % 64);
+		if (free)
+			return (int)(w * 64 + (size_t)__builtin_ctzll(free));
+	}
+	return -1;
+}
+
 long rs_fdseen_count(void)
 {
 	return atomic_load(&nseen);

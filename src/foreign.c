@@ -16,10 +16,21 @@
  * when it sees it closed.  Since Linux 6.2, the st_size of a stat of
  * /proc/self/fd is the number of open descriptors; while it equals the
  * number of bits, every open descriptor is one the library checked, and
- * there is nothing to list.  On an older kernel (st_size 0) every arm
- * lists.  A listing also drops the bits of descriptors closed behind the
- * library's back (a raw close system call), once there are more bits than
- * open descriptors.
+ * there is nothing to list.  When there are more open descriptors than
+ * bits, the few the library did not see are looked for by number first:
+ * the kernel gives a new descriptor the lowest free number, so they sit
+ * among the first numbers without a bit, and F_GETFD tells which of those
+ * are open.  A listing (counted: fd_listings) is made only when that does
+ * not find them all within PROBE_BUDGET numbers.  nginx opens the file it
+ * serves for each request, so each arm at a send found one descriptor
+ * unseen, and a listing of a /proc/self/fd of 260 descriptors costs
+ * about 130 us here: the arms of 256 new connections held up all the
+ * others for tens of milliseconds (bench: nginx_c256's p99).  On an older kernel (st_size 0) every
+ * arm lists.  A listing also drops the bits of descriptors closed behind
+ * the library's back (a raw close system call), once there are more bits
+ * than open descriptors.  Such a stale bit also hides one unseen
+ * descriptor from the count, from the listing and the look by number
+ * alike.
  *
  * The count is read through an O_PATH descriptor of the directory that the
  * engine keeps (fdguard hides it from the program): a stat of the path
@@ -157,6 +168,41 @@ out:
 	return res;
 }
 
+/* The open descriptors the library did not see, looked for by number
+ * among the first PROBE_BUDGET numbers without a bit; unseen: how many
+ * the count says there are.  1 if one is a foreign ring (its number in
+ * *which), 0 if all were found and none is, PROBE_LIST if not all were
+ * found (the listing decides).  Scan lock held. */
+#define PROBE_BUDGET 64
+#define PROBE_LIST (-3)
+static int probe(long unseen, int *which)
+{
+	int dirfd = __atomic_load_n(&kept, __ATOMIC_ACQUIRE);
+	if (dirfd < 0)
+		return PROBE_LIST;
+	int fd = 0;
+	for (int left = PROBE_BUDGET; unseen > 0 && left > 0; left--, fd++) {
+		fd = rs_fdseen_next_unseen(fd);
+		if (fd < 0)
+			return PROBE_LIST; /* past the bitmap */
+		if (rs_syscall(SYS_fcntl, fd, F_GETFD, 0) < 0)
+			continue; /* not open */
+		char name[12], *p = name + sizeof(name) - 1;
+		*p = 0;
+		unsigned v = (unsigned)fd;
+		do
+			*--p = (char)('0' + v % 10);
+		while (v /= 10);
+		if (foreign_ring(dirfd, p, fd)) {
+			*which = fd;
+			return 1;
+		}
+		rs_fdseen_add(fd);
+		unseen--;
+	}
+	return unseen > 0 ? PROBE_LIST : 0;
+}
+
 /* In a fork child: the thread that held the lock, or was making a ring,
  * is not there.  A ring it was making is open in the child without being
  * the child engine's: the child's next look counts it as the program's,
@@ -185,7 +231,18 @@ int rs_foreign_uring_found(void)
 		return 0; /* no memory for the bitmap: (nothing better to do) */
 	pthread_mutex_lock(&scan_lock);
 	int which = -1;
-	int r = found ? 1 : scan(&which);
+	int r = 1;
+	if (!found) {
+		/* (counted again under the lock: another look may have found
+		 * them meanwhile) */
+		long open = open_count();
+		long unseen = open - rs_fdseen_count();
+		r = open <= 0 || unseen < 0 ? PROBE_LIST : unseen == 0 ? 0 : probe(unseen, &which);
+		if (r == PROBE_LIST) {
+			rs_stat_add(RS_C_FD_LISTINGS, 1);
+			r = scan(&which);
+		}
+	}
 	if (r == 0 && open_count() > 0 && open_count() < rs_fdseen_count())
 		rs_fdseen_drop_closed();
 	if (r == -2) {

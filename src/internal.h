@@ -76,6 +76,7 @@ enum {
 	RS_C_ZC_COPIED,
 	RS_C_ZC_REFUSED,
 	RS_C_EP_REARMS,        /* layout version 11 */
+	RS_C_FD_LISTINGS,      /* layout version 12 */
 	RS_C_COUNT
 };
 struct rs_tstats;
@@ -198,6 +199,7 @@ void rs_fdseen_add(int fd);       /* a descriptor the library made, saw made, or
 void rs_fdseen_gone(int fd);      /* closed, or about to be replaced (dup2) */
 void rs_fdseen_range_gone(unsigned first, unsigned last);
 int rs_fdseen_has(int fd);
+int rs_fdseen_next_unseen(int fd); /* the lowest number >= fd without a bit; -1 past the map */
 long rs_fdseen_count(void);       /* bits set */
 void rs_fdseen_drop_closed(void); /* drop the bits of descriptors no longer open */
 
