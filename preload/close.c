@@ -1,9 +1,18 @@
-/* close.c - close, dup, dup2, dup3, close_range, closefrom.
+/* close.c - close, dup, dup2, dup3, close_range, closefrom, and the C
+ * library's own closes (fclose, pclose, closedir) and fdopen.
  *
  * dup'ed descriptors share one socket record.  The engine's own
  * descriptors are invisible to the application: close() on one fails with
  * EBADF as if it were not open, close_range() skips them, and dup2()/dup3()
  * onto one moves the engine's descriptor out of the way first.
+ *
+ * fclose, pclose and closedir close their descriptor with the C library's
+ * internal close, which no interposed call sees: without them a socket
+ * given to stdio would keep its record after its close, and the look for
+ * a program's own io_uring (foreign.c) would count a closed descriptor as
+ * one it checked, and miss a ring made with that number next.  fdopen
+ * gives a socket to stdio, whose reads and writes are the C library's
+ * internal ones: the socket leaves the engine (dup).
  */
 #include "preload.h"
 
@@ -20,14 +29,9 @@ static int records_mine(void)
 	return !rs_in_vfork_child();
 }
 
-RS_EXPORT int close(int fd)
+/* What a close of fd does before the descriptor goes (on: rs_enter). */
+static void before_close(int on, int fd)
 {
-	int on = rs_enter();
-	/* Engine descriptors exist even in pass-through mode (the stats file). */
-	if (rs_unlikely(rs_fdguard_is_engine(fd))) {
-		errno = EBADF;
-		return -1;
-	}
 	if (on) {
 		struct rs_sock *s = rs_fd_peek(fd);
 		rs_count_call(s != NULL, RINGSOCK_FAM_CLOSE);
@@ -48,7 +52,61 @@ RS_EXPORT int close(int fd)
 		rs_kw_fd_gone(fd);
 		rs_fdseen_gone(fd);
 	}
+}
+
+RS_EXPORT int close(int fd)
+{
+	int on = rs_enter();
+	/* Engine descriptors exist even in pass-through mode (the stats file). */
+	if (rs_unlikely(rs_fdguard_is_engine(fd))) {
+		errno = EBADF;
+		return -1;
+	}
+	before_close(on, fd);
 	return REAL(close)(fd);
+}
+
+/* The C library closes fd itself (fd < 0: a stream with no descriptor).
+ * Its bit in fdseen goes after the close too: a look for a foreign ring
+ * between the two would mark the closing descriptor checked again.
+ * (Dropping a bit at worst costs one more look.) */
+static void after_libc_close(int fd)
+{
+	if (fd >= 0 && records_mine())
+		rs_fdseen_gone(fd);
+}
+
+RS_EXPORT int fclose(FILE *f)
+{
+	int on = rs_enter();
+	int fd = f ? fileno(f) : -1;
+	if (fd >= 0)
+		before_close(on, fd);
+	int r = REAL(fclose)(f);
+	after_libc_close(fd);
+	return r;
+}
+
+RS_EXPORT int pclose(FILE *f)
+{
+	int on = rs_enter();
+	int fd = f ? fileno(f) : -1;
+	if (fd >= 0)
+		before_close(on, fd);
+	int r = REAL(pclose)(f);
+	after_libc_close(fd);
+	return r;
+}
+
+RS_EXPORT int closedir(DIR *d)
+{
+	int on = rs_enter();
+	int fd = dirfd(d);
+	if (fd >= 0)
+		before_close(on, fd);
+	int r = REAL(closedir)(d);
+	after_libc_close(fd);
+	return r;
 }
 
 /* The engine serves a socket through one descriptor only. */
@@ -58,6 +116,21 @@ static void before_dup(struct rs_sock *s, int fd)
 		rs_sock_before_kernel(s, fd, RINGSOCK_PT_DUP);
 		rs_sock_passthrough(s, RINGSOCK_PT_DUP);
 	}
+}
+
+/* stdio reads and writes the socket with the C library's internal calls:
+ * what was queued for it goes first, and the engine reads nothing ahead
+ * from now on. */
+RS_EXPORT FILE *fdopen(int fd, const char *mode)
+{
+	int on = rs_enter();
+	if (rs_unlikely(rs_fdguard_is_engine(fd))) {
+		errno = EBADF;
+		return NULL;
+	}
+	if (on)
+		before_dup(rs_fd_peek(fd), fd);
+	return REAL(fdopen)(fd, mode);
 }
 
 RS_EXPORT int dup(int fd)

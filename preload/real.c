@@ -185,6 +185,38 @@ static int rs_fb_system(const char *cmd)
 	return -1;
 }
 
+/* The stdio and directory calls whose close happens inside the C
+ * library, before their next symbol is known (another library's
+ * constructor): looked up now. */
+static void *next_sym(const char *name)
+{
+	return dlsym(RTLD_NEXT, name);
+}
+
+static int rs_fb_fclose(FILE *f)
+{
+	int (*p)(FILE *) = (int (*)(FILE *))next_sym("fclose");
+	return p ? p(f) : (errno = ENOSYS, EOF);
+}
+
+static int rs_fb_pclose(FILE *f)
+{
+	int (*p)(FILE *) = (int (*)(FILE *))next_sym("pclose");
+	return p ? p(f) : (errno = ENOSYS, -1);
+}
+
+static int rs_fb_closedir(DIR *d)
+{
+	int (*p)(DIR *) = (int (*)(DIR *))next_sym("closedir");
+	return p ? p(d) : (errno = ENOSYS, -1);
+}
+
+static FILE *rs_fb_fdopen(int fd, const char *mode)
+{
+	FILE *(*p)(int, const char *) = (FILE * (*)(int, const char *)) next_sym("fdopen");
+	return p ? p(fd, mode) : (errno = ENOSYS, NULL);
+}
+
 static FILE *rs_fb_popen(const char *cmd, const char *mode)
 {
 	(void)cmd, (void)mode;

@@ -1,7 +1,7 @@
 # The library exports exactly the interposed calls and the public API.
 . "$(dirname "$0")/lib.sh"
 expected="__poll_chk __ppoll_chk __read_chk __recv_chk __recvfrom_chk _Exit _exit accept accept4
-bind close close_range closefrom connect dup dup2 dup3 epoll_create epoll_create1 epoll_ctl
+bind close close_range closedir closefrom connect fclose fdopen pclose dup dup2 dup3 epoll_create epoll_create1 epoll_ctl
 epoll_pwait epoll_pwait2 epoll_wait execl execle execlp execv execve execvp execvpe fcntl fcntl64
 fexecve fork getpeername getsockname getsockopt ioctl listen poll ppoll pselect read readv recv
 recvfrom recvmmsg recvmsg ringsock_stats_format ringsock_stats_snapshot ringsock_version select
