@@ -260,7 +260,7 @@ static void kwait_end(struct rs_ring *r, struct rs_udp *u)
  * recvfrom, which has no message header for the kernel to copy in and
  * out: MSG_TRUNC makes it return the datagram's real length, which says
  * whether it was cut. */
-static long kernel_read(int fd, const struct iovec *iov, int n, int flags, struct rs_dgram_from *f, int block)
+static long kernel_read(int fd, const struct iovec *iov, int n, int flags, struct rs_dgram_from *f)
 {
 	int named = f && f->name && f->namelen;
 	long k;
@@ -268,11 +268,7 @@ static long kernel_read(int fd, const struct iovec *iov, int n, int flags, struc
 	if (n == 1) {
 		socklen_t nl = named ? *f->namelen : 0;
 		long a = named ? (long)f->name : 0, al = named ? (long)&nl : 0;
-		if (block)
-			k = rs_blocking_syscall(SYS_recvfrom, fd, (long)iov->iov_base, (long)iov->iov_len, flags | MSG_TRUNC,
-						a, al);
-		else
-			k = rs_syscall(SYS_recvfrom, fd, iov->iov_base, iov->iov_len, flags | MSG_TRUNC, a, al);
+		k = rs_syscall(SYS_recvfrom, fd, iov->iov_base, iov->iov_len, flags | MSG_TRUNC, a, al);
 		if (k >= 0 && (size_t)k > iov->iov_len) {
 			mflags = MSG_TRUNC;
 			if (!(flags & MSG_TRUNC))
@@ -286,8 +282,7 @@ static long kernel_read(int fd, const struct iovec *iov, int n, int flags, struc
 			m.msg_name = f->name;
 			m.msg_namelen = *f->namelen;
 		}
-		k = block ? rs_blocking_syscall(SYS_recvmsg, fd, (long)&m, flags, 0, 0, 0)
-			  : rs_syscall(SYS_recvmsg, fd, &m, flags);
+		k = rs_syscall(SYS_recvmsg, fd, &m, flags);
 		if (k >= 0 && named)
 			*f->namelen = m.msg_namelen;
 		mflags = m.msg_flags;
@@ -297,37 +292,41 @@ static long kernel_read(int fd, const struct iovec *iov, int n, int flags, struc
 	return k;
 }
 
+/* kwait_read's answer for a blocking read: the program's own call goes
+ * to the kernel through the C library (RS_PASS from the recv family). */
+#define KWAIT_KERNEL_CALL (RS_PASS - 1)
+
 /* A read through the kernel for a waiting reader (lock held; returns
- * unlocked): a nonblocking one is made here, a blocking one after the
- * lock is let go.  RS_PASS when the reader goes back to the engine. */
+ * unlocked): a nonblocking one is made here.  A blocking one is the
+ * program's own call, made by the C library once the lock is let go
+ * (KWAIT_KERNEL_CALL): the kernel's call itself, with its own waits,
+ * timeouts and restarts, and nothing of ours between the wake-up and the
+ * program (a return through each of our frames after every sleep cost
+ * the keeping-up sink 1.14x the kernel path's CPU per datagram).  RS_PASS
+ * when the reader goes back to the engine. */
 static ssize_t kwait_read(struct rs_udp *u, struct rs_ring *r, const struct iovec *iov, int n, int flags,
 			  struct rs_dgram_from *f, int block)
 {
-	int fd = u->e.fd;
-	long k;
 	if (RS_LOAD(r->txq))
 		rs_ring_progress(r); /* this thread's queued sends first: it may read its own */
-	if (!block) {
-		/* (waits counts nonblocking reads with data in a row here) */
-		k = kernel_read(fd, iov, n, flags | MSG_DONTWAIT, f, 0);
-		if (k < 0)
-			u->waits = 0;
-		else if (++u->waits >= UDP_KWAIT_BACK)
-			kwait_end(r, u);
-	} else {
+	if (block) {
 		u->waits = 0;
 		if (++u->kw_reads < UDP_KWAIT_RETRY) {
 			rs_esock_unlock(&u->e);
-			rs_sig_clear();
-			k = kernel_read(fd, iov, n, flags, f, 1);
-			goto done;
+			rs_stat_add(RS_C_DIRECT, 1);
+			return KWAIT_KERNEL_CALL;
 		}
 		kwait_end(r, u);
 		rs_esock_unlock(&u->e);
 		return RS_PASS;
 	}
+	/* (waits counts nonblocking reads with data in a row here) */
+	long k = kernel_read(u->e.fd, iov, n, flags | MSG_DONTWAIT, f);
+	if (k < 0)
+		u->waits = 0;
+	else if (++u->waits >= UDP_KWAIT_BACK)
+		kwait_end(r, u);
 	rs_esock_unlock(&u->e);
-done:
 	if (k >= 0)
 		rs_stat_add(RS_C_DIRECT, 1);
 	return k;
@@ -423,7 +422,11 @@ static int kernel_reads(struct recv_call *c, struct rs_udp *u, struct rs_ring *o
 			return 1;
 		}
 		*r = kwait_read(u, o, c->iov, c->n, c->flags, c->f, c->block); /* (returns unlocked) */
-		return *r != RS_PASS; /* (RS_PASS: back to the engine) */
+		if (*r == KWAIT_KERNEL_CALL)
+			*r = RS_PASS;
+		else if (*r == RS_PASS)
+			return 0; /* back to the engine */
+		return 1;
 	}
 	/* Leaving the engine (another thread, a fork): its receive
 	 * ends first, whose last datagrams come before the kernel's. */

@@ -14,8 +14,9 @@
  *       Four blocking reads that each wait (SO_RCVTIMEO ends them), then
  *       eight blocking reads of datagrams already sent, then four
  *       nonblocking ones: under the library the socket's reads go to the
- *       kernel after the fourth wait (direct_on 1), the next twelve reads
- *       are the kernel's (direct 12), and the fourth nonblocking read with
+ *       kernel after the fourth wait (direct_on 1), that wait and the next
+ *       twelve reads are the kernel's (direct 13: a blocking read handed
+ *       to the kernel counts when it is made), and the fourth nonblocking read with
  *       a datagram gives it back to the engine (direct_off 1).  Prints
  *       what the reads returned.
  *   mmsg N
