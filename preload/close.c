@@ -76,26 +76,26 @@ static void after_libc_close(int fd)
 		rs_fdseen_gone(fd);
 }
 
-RS_EXPORT int fclose(FILE *f)
+/* fclose or pclose (real) of the stream f. */
+static int stream_close(int (*real)(FILE *), FILE *f)
 {
 	int on = rs_enter();
 	int fd = f ? fileno(f) : -1;
 	if (fd >= 0)
 		before_close(on, fd);
-	int r = REAL(fclose)(f);
+	int r = real(f);
 	after_libc_close(fd);
 	return r;
 }
 
+RS_EXPORT int fclose(FILE *f)
+{
+	return stream_close(REAL(fclose), f);
+}
+
 RS_EXPORT int pclose(FILE *f)
 {
-	int on = rs_enter();
-	int fd = f ? fileno(f) : -1;
-	if (fd >= 0)
-		before_close(on, fd);
-	int r = REAL(pclose)(f);
-	after_libc_close(fd);
-	return r;
+	return stream_close(REAL(pclose), f);
 }
 
 RS_EXPORT int closedir(DIR *d)

@@ -25,12 +25,13 @@
  * serves for each request, so each arm at a send found one descriptor
  * unseen, and a listing of a /proc/self/fd of 260 descriptors costs
  * about 130 us here: the arms of 256 new connections held up all the
- * others for tens of milliseconds (bench: nginx_c256's p99).  On an older kernel (st_size 0) every
- * arm lists.  A listing also drops the bits of descriptors closed behind
- * the library's back (a raw close system call), once there are more bits
- * than open descriptors.  Such a stale bit also hides one unseen
- * descriptor from the count, from the listing and the look by number
- * alike.
+ * others for tens of milliseconds (bench: nginx_c256's p99).  On an older
+ * kernel (st_size 0) every arm lists.  A listing also drops the bits of
+ * descriptors closed behind the library's back (a raw close system call,
+ * a close inside the C library other than fclose, pclose and closedir,
+ * which preload/close.c interposes), once there are more bits than open
+ * descriptors.  Until then such a stale bit hides one unseen descriptor
+ * from the count, from the listing and the look by number alike.
  *
  * The count is read through an O_PATH descriptor of the directory that the
  * engine keeps (fdguard hides it from the program): a stat of the path
