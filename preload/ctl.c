@@ -215,6 +215,8 @@ RS_EXPORT int setsockopt(int fd, int level, int name, const void *val, socklen_t
 		else if (name == SO_SNDBUF || name == SO_SNDBUFFORCE)
 			s->sndbuf = *(const int *)val;
 	}
+	if (r == 0 && level == SOL_SOCKET && (name == SO_SNDBUF || name == SO_SNDBUFFORCE) && rs_engine_sock(s))
+		rs_sock_sndbuf_set(s, fd);
 	return r;
 }
 

@@ -93,6 +93,7 @@ int rs_sock_shutdown(struct rs_sock *s, int fd, int how);
 /* SO_RCVLOWAT for the kernel, given the program's mark. */
 int rs_sock_kernel_lowat(struct rs_sock *s, int lowat);
 void rs_sock_lowat_set(struct rs_sock *s, int fd); /* SO_RCVLOWAT was set */
+void rs_sock_sndbuf_set(struct rs_sock *s, int fd); /* SO_SNDBUF was set */
 /* The program set up an io_uring of its own (a raw io_uring_setup), so
  * it can reach its sockets in a way the engine cannot see: every armed
  * socket leaves the engine, and none is armed from now on; reason is a

@@ -211,6 +211,7 @@ int rs_sock_self_peer(int fd);
 struct rs_epreg;
 void rs_ep_sock_changed(struct rs_esock *e);  /* readiness may have changed */
 void rs_ep_sock_input(struct rs_esock *e);    /* input arrived, nothing else */
+void rs_ep_sock_output(struct rs_esock *e);   /* room, with no send (SO_SNDBUF) */
 void rs_ep_sock_armed(struct rs_esock *e);    /* registrations to engine mode */
 void rs_ep_sock_detached(struct rs_esock *e); /* ... and back to the kernel */
 void rs_ep_sock_rx_direct(struct rs_esock *e); /* who reports input changed */

@@ -331,6 +331,25 @@ void rs_ep_sock_input(struct rs_esock *e)
 	sock_look(e, 1, EPOLLIN | EPOLLPRI | EPOLLRDNORM | EPOLLRDBAND);
 }
 
+/* The socket's room changed with no send (SO_SNDBUF set: the kernel's
+ * sk_write_space wakes its waiters with the output key when the socket is
+ * writable).  An engine-mode registration whose kernel watch has no
+ * EPOLLOUT gets that edge here; the others get the kernel's own.  Socket
+ * lock held. */
+void rs_ep_sock_output(struct rs_esock *e)
+{
+	rs_mutex_lock(&rs_ep_ctl_lock);
+	for (struct rs_epreg *g = e->sock->regs; g; g = g->sock_next) {
+		if (g->gone || !g->engine || (g->kev & EPOLLOUT) || !(g->events & EPOLLOUT))
+			continue;
+		rs_mutex_lock(&g->ep->lock);
+		g->edge = 1;
+		rs_epr_ready_push(g->ep, g);
+		rs_mutex_unlock(&g->ep->lock);
+	}
+	rs_mutex_unlock(&rs_ep_ctl_lock);
+}
+
 /* The socket's readiness is the engine's from now on.  Each set looks at
  * it again, and an edge-triggered registration gets an edge: the kernel
  * watches less now (its input, its room) or its reports are read another

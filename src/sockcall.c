@@ -159,6 +159,18 @@ void rs_sock_lowat_set(struct rs_sock *s, int fd)
 	rs_esock_unlock(e);
 }
 
+/* As the kernel's SO_SNDBUF wakes the socket's writers when it is
+ * writable (an OUT edge for an edge-triggered registration). */
+void rs_sock_sndbuf_set(struct rs_sock *s, int fd)
+{
+	struct rs_esock *e = rs_esock_enter(s, fd, 0);
+	if (!e)
+		return;
+	if (e->mode == RS_ES_ARMED && (e->ops->readiness(e) & EPOLLOUT))
+		rs_ep_sock_output(e);
+	rs_esock_unlock(e);
+}
+
 int rs_sock_kernel_lowat(struct rs_sock *s, int lowat)
 {
 	struct rs_esock *e = atomic_load_explicit(&s->eng, memory_order_acquire);
