@@ -259,19 +259,27 @@ long rs_epr_ctl(struct rs_epreg *g, int op, uint32_t events)
 	return e;
 }
 
+/* An edge-triggered registration is renewed by the engine (not by the
+ * program): it can report the socket's readiness once more than the
+ * kernel path would (ep_rearms; ringsock(7), epoll). */
+static void count_rearm(const struct rs_epreg *g, uint32_t watched)
+{
+	if ((g->events & EPOLLET) && (watched & ~(uint32_t)(EPOLLET | EPOLLONESHOT)))
+		rs_stat_add(RS_C_EP_REARMS, 1);
+}
+
 /* The engine (not the program's epoll_ctl) changes what the kernel watches
- * for g.  EPOLL_CTL_MOD polls the socket anew and queues what is ready: an
- * edge-triggered registration given events it did not watch, of a socket
- * ready for them, reports an edge the kernel path would not (nothing
- * happened to the socket).  Counted (ep_rearms; ringsock(7), epoll): not
- * suppressed, since a wake-up the kernel's narrower watch dropped (a fork
- * child's shutdown, say) would make the same edge on the kernel path,
- * and nothing tells the two apart without a look at the kernel's set
- * after every report. */
+ * for g.  EPOLL_CTL_MOD polls the socket anew and queues what is ready
+ * for the new events, whether it watched them before or not: an
+ * edge-triggered registration of a socket ready for them reports an edge
+ * the kernel path would not (nothing happened to the socket).  Counted
+ * (ep_rearms): not suppressed, since a wake-up the kernel's narrower
+ * watch dropped (a fork child's shutdown, say) would make the same edge
+ * on the kernel path, and nothing tells the two apart without a look at
+ * the kernel's set after every report. */
 static void engine_mod(struct rs_epreg *g, uint32_t events)
 {
-	if ((g->events & EPOLLET) && (events & ~g->kev & ~(uint32_t)(EPOLLET | EPOLLONESHOT)))
-		rs_stat_add(RS_C_EP_REARMS, 1);
+	count_rearm(g, events);
 	rs_epr_ctl(g, EPOLL_CTL_MOD, events);
 }
 
@@ -369,8 +377,12 @@ void rs_ep_sock_armed(struct rs_esock *e)
 		int moved = rs_epr_sync(g);
 		int same = !moved && rs_epr_kernel_input(g) && g->kev == rs_epr_kernel_events(g);
 		rs_mutex_lock(&g->ep->lock);
-		if (!same)
-			g->edge = 1;
+		if (!same) {
+			g->edge = 1; /* (the engine's report stands for one the
+				      * kernel may have queued: counted as a
+				      * renewal) */
+			count_rearm(g, g->events);
+		}
 		rs_epr_ready_push(g->ep, g);
 		rs_mutex_unlock(&g->ep->lock);
 	}
