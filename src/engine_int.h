@@ -214,6 +214,10 @@ void rs_ep_sock_input(struct rs_esock *e);    /* input arrived, nothing else */
 void rs_ep_sock_output(struct rs_esock *e);   /* room, with no send (SO_SNDBUF) */
 void rs_ep_sock_armed(struct rs_esock *e);    /* registrations to engine mode */
 void rs_ep_sock_detached(struct rs_esock *e); /* ... and back to the kernel */
+/* Would rs_ep_sock_detached renew an edge-triggered or one-shot
+ * registration (EPOLL_CTL_MOD polls anew: an edge the kernel path would
+ * not make)?  The socket's lock held. */
+int rs_ep_sock_detach_renews(struct rs_esock *e);
 void rs_ep_sock_rx_direct(struct rs_esock *e); /* who reports input changed */
 void rs_ep_sock_kfull(struct rs_esock *e);    /* output readiness from the kernel */
 void rs_ep_sock_gone(struct rs_esock *e);     /* its last fd is being closed */

@@ -170,7 +170,9 @@ static int collect(struct rs_ep *ep, struct rs_ring *r, struct epoll_event *evs,
 /* One round of a wait: the state the steps below share. */
 struct round {
 	int n;                   /* events from engine state, at the head of evs */
-	uint64_t clk[RS_EP_ORDER]; /* when each became ready (rs_ready_clock) */
+	uint64_t *clk;           /* [RS_EP_ORDER]: when each became ready
+				  * (rs_ready_clock; not zeroed: collect
+				  * writes each one it reports) */
 	int nforeign;            /* sockets other threads own, to detach */
 	struct rs_sock *foreign[8];
 	int ffd[8];
@@ -521,8 +523,9 @@ int rs_ep_wait(int epfd, struct epoll_event *evs, int max, int timeout_ms, const
 		deadline = rs_now_ns() + (int64_t)timeout_ms * 1000000;
 	int ring_mode = use_ring_mode(r);
 	int looked_again = 0;
+	uint64_t clk[RS_EP_ORDER];
 	for (;;) {
-		struct round rd = { .fetch = 1 };
+		struct round rd = { .fetch = 1, .clk = clk };
 		int block = timeout_ms != 0;
 		if (r) {
 			if (engine_round(ep, epfd, r, evs, max, ring_mode, block, &rd))

@@ -412,6 +412,20 @@ void rs_ep_sock_kfull(struct rs_esock *e)
 	rs_mutex_unlock(&rs_ep_ctl_lock);
 }
 
+/* What the kernel watches for g once its socket is the kernel's. */
+static uint32_t detached_events(const struct rs_epreg *g)
+{
+	return g->disabled ? (g->events & ~(EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLPRI)) : g->events;
+}
+
+int rs_ep_sock_detach_renews(struct rs_esock *e)
+{
+	for (struct rs_epreg *g = e->sock->regs; g; g = g->sock_next)
+		if (!g->gone && g->engine && (g->events & (EPOLLET | EPOLLONESHOT)) && g->kev != detached_events(g))
+			return 1;
+	return 0;
+}
+
 void rs_ep_sock_detached(struct rs_esock *e)
 {
 	rs_mutex_lock(&rs_ep_ctl_lock);
@@ -419,8 +433,7 @@ void rs_ep_sock_detached(struct rs_esock *e)
 		g->engine = 0;
 		if (g->gone)
 			continue;
-		uint32_t ev = g->disabled ? (g->events & ~(EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLPRI))
-					  : g->events;
+		uint32_t ev = detached_events(g);
 		/* (Not when the kernel watches exactly that already, as for a
 		 * socket whose input it reported: EPOLL_CTL_MOD polls anew,
 		 * and would report an edge-triggered registration's input a

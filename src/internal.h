@@ -77,6 +77,7 @@ enum {
 	RS_C_ZC_REFUSED,
 	RS_C_EP_REARMS,        /* layout version 11 */
 	RS_C_FD_LISTINGS,      /* layout version 12 */
+	RS_C_ALONE_HANDOVERS,  /* layout version 13 */
 	RS_C_COUNT
 };
 struct rs_tstats;

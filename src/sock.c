@@ -587,7 +587,11 @@ struct rs_esock *rs_esock_lock_sock(struct rs_sock *s)
 
 struct rs_esock *rs_esock_enter_served(struct rs_sock *s, int fd)
 {
-	struct rs_esock *e = rs_esock_enter(s, fd, 1);
+	/* (passive is set for good: no lock needed to see it) */
+	struct rs_esock *e = atomic_load_explicit(&s->eng, memory_order_acquire);
+	if (e && rs_esock_passive(e))
+		return NULL;
+	e = rs_esock_enter(s, fd, 1);
 	if (e && rs_esock_passive(e)) {
 		rs_esock_unlock(e);
 		return NULL;

@@ -30,6 +30,46 @@ static void maybe_passive(struct rs_tcp *t)
 	rs_esock_maybe_passive(&t->e);
 }
 
+/* Its thread serves one socket per wake-up (ep.c count_wake), and this
+ * is the only socket its ring serves; its reads and sends go to the
+ * kernel already (RS_DIRECT_ALONE), and the engine holds nothing of it,
+ * nor has anything of it in flight.  The engine has nothing to batch,
+ * and its bookkeeping of each call costs more than the call (a
+ * database's backend, one connection's request-response): the kernel
+ * takes the socket back for good (alone_handovers), unless that would
+ * renew an edge-triggered or one-shot epoll registration (an edge the
+ * kernel path would not make).  (One socket of many, in a quiet spell
+ * of a busy server, keeps the engine: reads through the kernel while
+ * alone, the engine's receive again when the waits return more.)
+ * t entered. */
+static int lone(struct rs_tcp *t)
+{
+	struct rs_ring *r = t->e.owner;
+	return t->e.mode == RS_ES_ARMED && r == rs_ring_tls && r->owned == &t->e && !t->e.next &&
+	       RS_LOAD(r->alone) && t->rx_direct &&
+	       t->direct_why == RS_DIRECT_ALONE && !t->e.recv_armed && !t->e.closing &&
+	       t->e.ops->holds_nothing(&t->e) && !rs_ep_sock_detach_renews(&t->e);
+}
+
+static void hand_over(struct rs_sock *s, int fd)
+{
+	struct rs_tcp *t = rs_tcp_of(rs_esock_enter(s, fd, 0));
+	if (!t)
+		return;
+	int go = lone(t); /* (again: the lock was let go) */
+	if (go) {
+		/* (an armed socket was counted as accelerated: the reason
+		 * is this counter's, not a pass-through one) */
+		rs_esock_detach_self(&t->e, RINGSOCK_PT_THREAD);
+		rs_stat_add(RS_C_ALONE_HANDOVERS, 1);
+	}
+	rs_esock_unlock(&t->e);
+	if (go && (t = rs_tcp_of(rs_esock_enter(s, fd, 0))) != NULL) {
+		maybe_passive(t); /* (detached with nothing in flight: at once) */
+		rs_esock_unlock(&t->e);
+	}
+}
+
 /* Reads go to the kernel and the engine holds nothing of this socket's
  * input (nor an error a fork left shared), nor can a receive of ours
  * still bring some: a blocking read waits in the kernel at once. */
@@ -102,6 +142,7 @@ struct recv_call {
 	int waited;              /* this call has had to wait */
 	int slept;               /* ... and has waited (in the ring, or on the fd) */
 	int counted;             /* ... and was counted in rx_waits */
+	int lone;                /* a read found the socket lone: hand it over */
 };
 
 /* The call waits and the kernel has the data (a bulk reader, a socket
@@ -256,6 +297,8 @@ ssize_t rs_tcp_recv_call(struct rs_sock *s, int fd, const struct iovec *iov, int
 			break;
 		}
 		r = read_once(t, &c.cur, c.want, flags, block && !c.stop && !c.done);
+		if (r > 0 && !(flags & MSG_PEEK) && t->direct_why == RS_DIRECT_ALONE)
+			c.lone = lone(t);
 		if (r > 0 && block && !c.waited)
 			t->rx_waits = 0; /* it did not wait for this one */
 		if (r > 0 && block)
@@ -280,5 +323,7 @@ ssize_t rs_tcp_recv_call(struct rs_sock *s, int fd, const struct iovec *iov, int
 		r = rest_from_kernel(&c);
 	free(c.cur.heap);
 	rs_keep_error(s, c.done, r);
+	if (c.lone)
+		hand_over(s, fd);
 	return rs_with_done(c.done, r);
 }

@@ -74,6 +74,7 @@ static const char *const engine_help[RS_ENGINE_COUNTERS] = {
 	"Zero-copy sends the kernel refused, sent again copied.",
 	"Edge-triggered epoll registrations the library registered anew with the kernel when a socket changed hands (each can report its readiness once more than the kernel path would).",
 	"Listings of /proc/self/fd made to look for an io_uring the program made without the C library.",
+	"Sockets handed back to the kernel for good because their thread served one socket per wake-up (nothing to batch).",
 };
 
 static void family(FILE *o, const char *name, const char *type, const char *help)

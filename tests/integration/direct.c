@@ -27,6 +27,10 @@
  *   ebusy N      the same with a byte written to the pipe first: each
  *                wake-up returns two events -- the socket's next read is
  *                the engine's again
+ *   other N      N more connections, accepted here (blocking) and added
+ *                to the event loop's set, where they stay idle: the
+ *                thread's ring serves more than this socket, so being
+ *                alone never hands it to the kernel for good
  *
  * Each step prints "STEP: direct_on=A direct_off=B kernel_reads=C
  * engine_reads=D" (deltas of the direct and calls_nosys counters for
@@ -40,12 +44,13 @@
 
 #include "counters.h"
 
-static int sock, cmd_w, ack_r, ep = -1, pp[2];
+static int sock, cmd_w, ack_r, ep = -1, pp[2], lsn;
+static struct sockaddr_in lsn_addr;
 static char big[256 * 1024];
 
 static struct ringsock_stats now(void)
 {
-	return now_at_least(6);
+	return now_at_least(13);
 }
 
 /* The peer: for each count n read from the command pipe, send n 64-byte
@@ -72,9 +77,7 @@ static void feed(int n)
 		die("feed");
 }
 
-/* One round of the event loop: want events from one wait, then the
- * socket's message (and the pipe's byte). */
-static void loop_round(int want)
+static void loop_set(void)
 {
 	if (ep < 0) {
 		if ((ep = epoll_create1(0)) < 0 || pipe(pp) < 0)
@@ -84,6 +87,13 @@ static void loop_round(int want)
 		if (epoll_ctl(ep, EPOLL_CTL_ADD, sock, &e) < 0 || epoll_ctl(ep, EPOLL_CTL_ADD, pp[0], &e2) < 0)
 			die("epoll_ctl");
 	}
+}
+
+/* One round of the event loop: want events from one wait, then the
+ * socket's message (and the pipe's byte). */
+static void loop_round(int want)
+{
+	loop_set();
 	if (want == 2 && write(pp[1], "p", 1) != 1)
 		die("pipe");
 	feed(1);
@@ -101,9 +111,10 @@ static void loop_round(int want)
 static void report(const char *step, struct ringsock_stats *b)
 {
 	struct ringsock_stats a = now();
-	printf("%s: direct_on=%llu direct_off=%llu kernel_reads=%llu engine_reads=%llu\n", step,
+	printf("%s: direct_on=%llu direct_off=%llu kernel_reads=%llu engine_reads=%llu handovers=%llu\n", step,
 	       (unsigned long long)(a.direct_on - b->direct_on), (unsigned long long)(a.direct_off - b->direct_off),
-	       (unsigned long long)(a.direct - b->direct), (unsigned long long)(a.calls_nosys - b->calls_nosys));
+	       (unsigned long long)(a.direct - b->direct), (unsigned long long)(a.calls_nosys - b->calls_nosys),
+	       (unsigned long long)(a.alone_handovers - b->alone_handovers));
 	fflush(stdout);
 }
 
@@ -115,6 +126,8 @@ int main(int argc, char **argv)
 	}
 	struct sockaddr_in a;
 	int l = loopback_listener(&a);
+	lsn = l;
+	lsn_addr = a;
 	int cmd[2], ack[2];
 	if (pipe(cmd) < 0 || pipe(ack) < 0)
 		die("pipe");
@@ -171,6 +184,17 @@ int main(int argc, char **argv)
 		} else if (!strcmp(step, "ewait") || !strcmp(step, "ebusy")) {
 			for (int k = 0; k < n; k++)
 				loop_round(step[1] == 'b' ? 2 : 1);
+		} else if (!strcmp(step, "other")) {
+			loop_set();
+			for (int k = 0; k < n; k++) {
+				int c = socket(AF_INET, SOCK_STREAM, 0);
+				if (c < 0 || connect(c, (struct sockaddr *)&lsn_addr, sizeof(lsn_addr)) < 0)
+					die("other: connect");
+				int o = accept(lsn, NULL, NULL);
+				struct epoll_event e = { .events = EPOLLIN, .data.fd = o };
+				if (o < 0 || epoll_ctl(ep, EPOLL_CTL_ADD, o, &e) < 0)
+					die("other: accept");
+			}
 		} else if (!strcmp(step, "big") || !strcmp(step, "bigheld")) {
 			for (int k = 0; k < n; k++)
 				if (recv(sock, big, sizeof(big), MSG_DONTWAIT) <= 0)

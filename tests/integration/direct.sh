@@ -77,21 +77,41 @@ done
 # An event loop whose thread serves one socket per wake-up (one
 # connection, one request at a time): nothing for the ring to batch, so at
 # the 64th epoll_wait in a row that returns one event the socket's reads
-# and sends go to the kernel; the first wake-up with two events gives the
-# next read back to the engine.  (engine_reads counts the epoll waits the
-# engine answered too: two per round.)
+# and sends go to the kernel, and at its next read, with nothing of it
+# held or in flight, the engine hands it to the kernel for good
+# (alone_handovers): from then on its calls and its epoll registration are
+# the kernel's, and wake-ups with two events change nothing.
+# (engine_reads counts the epoll waits the engine answered too: two per
+# round.)
 asteps="ewait:63 ewait:1 ewait:6 ebusy:1 ebusy:3 ewait:64 ewait:2"
 out=$(LD_PRELOAD="$RS_LIB" "$RS_DIRECT" $asteps)
 check "alone: the peer ran" test "$(echo "$out" | tail -1)" = "peer ok"
 expect "alone: 63 lone wake-ups: still the engine's" "$out" ewait:63 \
-	"direct_on=0 direct_off=0 kernel_reads=0 engine_reads=126"
-expect "alone: the 64th: the kernel's after its read" "$out" ewait:1 "direct_on=1 direct_off=0 kernel_reads=0"
-expect "alone: reads then: the kernel's" "$out" ewait:6 "direct_on=0 direct_off=0 kernel_reads=6 engine_reads=0"
-expect "alone: a wake-up with two events: the engine's again" "$out" ebusy:1 "direct_on=0 direct_off=1"
-expect "alone: reads then: the engine's" "$out" ebusy:3 "direct_on=0 direct_off=0 kernel_reads=0"
-expect "alone: 64 lone wake-ups again: the kernel's" "$out" ewait:64 "direct_on=1 direct_off=0 kernel_reads=0"
+	"direct_on=0 direct_off=0 kernel_reads=0 engine_reads=126 handovers=0"
+expect "alone: the 64th: the kernel's after its read" "$out" ewait:1 "direct_on=1 direct_off=0 kernel_reads=0 handovers=0"
+expect "alone: the next read: the kernel's, then the socket" "$out" ewait:6 \
+	"direct_on=0 direct_off=0 kernel_reads=1 engine_reads=0 handovers=1"
+expect "alone: wake-ups with two events: still the kernel's" "$out" ebusy:1 \
+	"direct_on=0 direct_off=0 kernel_reads=0 engine_reads=0 handovers=0"
+expect "alone: reads then: the kernel's" "$out" ebusy:3 "direct_on=0 direct_off=0 kernel_reads=0 engine_reads=0"
+expect "alone: lone again: nothing changes" "$out" ewait:64 "direct_on=0 direct_off=0 engine_reads=0 handovers=0"
+
 for i in 1 2; do
 	again=$(LD_PRELOAD="$RS_LIB" "$RS_DIRECT" $asteps)
 	check "alone: run $i gives the same counts" test "$again" = "$out"
 done
+
+# The same with a second connection, idle, in the set: the thread's ring
+# serves two sockets, so being alone only sends the socket's reads and
+# sends to the kernel, and the first wake-up with two events gives the
+# next read back to the engine.
+out=$(LD_PRELOAD="$RS_LIB" "$RS_DIRECT" other:1 $asteps)
+check "alone of two: the peer ran" test "$(echo "$out" | tail -1)" = "peer ok"
+expect "alone of two: the 64th: the kernel's after its read" "$out" ewait:1 "direct_on=1 direct_off=0 kernel_reads=0"
+expect "alone of two: reads then: the kernel's" "$out" ewait:6 \
+	"direct_on=0 direct_off=0 kernel_reads=6 engine_reads=0 handovers=0"
+expect "alone of two: a wake-up with two events: the engine's again" "$out" ebusy:1 "direct_on=0 direct_off=1"
+expect "alone of two: reads then: the engine's" "$out" ebusy:3 "direct_on=0 direct_off=0 kernel_reads=0"
+expect "alone of two: 64 lone wake-ups again: the kernel's" "$out" ewait:64 \
+	"direct_on=1 direct_off=0 kernel_reads=0 handovers=0"
 finish
