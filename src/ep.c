@@ -189,13 +189,19 @@ struct round {
  * bring something: receives armed, or sends to submit.  A set of kernel
  * fds, or of sockets that still read through the kernel (new ones), is
  * cheaper to wait on with epoll_wait itself (the ring's eventfd is in the
- * set, so the ring still wakes it). */
+ * set, so the ring still wakes it).  RINGSOCK_WAIT=epoll sleeps in
+ * epoll_wait whenever no receive is armed: with one, what it brings
+ * reaches the ring only when the thread enters it (DEFER_TASKRUN), and
+ * the kernel signals the ring's eventfd for that late (16 ms per wake-up
+ * seen on 6.18: a ping-pong at 60 round trips a second), so the wait
+ * sleeps in the ring then too. */
 static int use_ring_mode(struct rs_ring *r)
 {
-	if (!r || rs_rt.cfg.v[RS_K_WAIT] != RS_WAIT_RING)
+	if (!r)
 		return 0;
+	int ring = rs_rt.cfg.v[RS_K_WAIT] == RS_WAIT_RING;
 	rs_ring_lock(r);
-	int m = r->owned != NULL && (r->nrecv || r->txq || r->sq_sends);
+	int m = r->owned != NULL && (r->nrecv || (ring && (r->txq || r->sq_sends)));
 	rs_ring_unlock(r);
 	return m;
 }

@@ -71,6 +71,16 @@ static struct rs_esock *arm(struct rs_sock *s, int fd)
 		return NULL;
 	if (atomic_load(&s->nfds) != 1 || !connected(s, fd))
 		return NULL; /* maybe later */
+	if (s->born_gen != __atomic_load_n(&rs_fork_gen, __ATOMIC_RELAXED)) {
+		/* Open before a fork or spawn: the other process may read it,
+		 * so no receive may take its data in advance, and may end or
+		 * reset it, which only the kernel's sends see at once: its
+		 * reads and sends would be the kernel's for good, and the
+		 * engine's bookkeeping of each call is all it would add (a
+		 * forking server's connection, served in the child). */
+		rs_sock_passthrough(s, RINGSOCK_PT_FORK);
+		return NULL;
+	}
 	struct rs_ring *r;
 	struct rs_tcp *t = rs_esock_new(s, fd, &rs_tcp_ops, sizeof(*t), &r);
 	if (!t)
@@ -85,10 +95,6 @@ static struct rs_esock *arm(struct rs_sock *s, int fd)
 		lim = 2 * (size_t)r->buf.size;
 	t->rx_limit = lim;
 	t->tx_limit = s->sndbuf ? rs_sockbuf_bytes(s->sndbuf) : 262144;
-	/* Open before a fork: the other process may read it, so no receive
-	 * may take its data in advance; reads go to the kernel. */
-	if (s->born_gen != __atomic_load_n(&rs_fork_gen, __ATOMIC_RELAXED))
-		t->direct_why = RS_DIRECT_SHARED;
 	/* Shut down before now (through the kernel): after SHUT_RD the
 	 * kernel's reads say when the input ends (see shutdown_sock). */
 	t->shut_rd = s->shut_rd;

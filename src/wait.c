@@ -25,8 +25,9 @@ static unsigned to_poll(unsigned ev)
 	return ev & (POLLIN | POLLOUT | POLLERR | POLLHUP | POLLRDNORM | POLLWRNORM | POLLWRBAND | POLLRDHUP);
 }
 
-/* What an entry is to us. */
-enum { K_KERNEL, K_ENGINE, K_LEFTOVER };
+/* What an entry is to us (K_ENGINE_WAKE: an engine socket whose POLLIN
+ * the kernel is asked too, only to wake the call: see input_wakes). */
+enum { K_KERNEL, K_ENGINE, K_LEFTOVER, K_ENGINE_WAKE };
 
 /* The engine state of an entry's record (rec[i], looked up once per
  * round: see rs_wait_poll). */
@@ -133,6 +134,53 @@ static int engine_answers(struct pollfd *fds, unsigned long n, struct rs_sock **
 	return ready;
 }
 
+/* A call that will sleep (r locked), on engine sockets asked for input
+ * whose receive of ours is in flight: that receive takes the socket's
+ * input only when this thread next enters the ring (DEFER_TASKRUN), and
+ * the ring's eventfd says that it has work late (the kernel defers that
+ * signal: 16 ms per wake-up seen, a poll-driven ping-pong at 60 round
+ * trips a second).  So the kernel is asked for the socket's POLLIN too,
+ * which it reports as soon as the bytes arrive: the call wakes, and its
+ * next round runs the receive (the kernel's POLLIN is no answer: the
+ * engine's is).  Returns how many entries it asked for. */
+static int input_wakes(const struct pollfd *fds, unsigned long n, struct rs_sock **rec, struct pollfd *k,
+		       unsigned char *kind)
+{
+	int added = 0;
+	for (unsigned long i = 0; i < n; i++) {
+		if (kind[i] != K_ENGINE || !(fds[i].events & (POLLIN | POLLRDNORM)) || (k[i].events & POLLIN))
+			continue;
+		struct rs_esock *t = esock_of(rec[i]);
+		if (!t || !RS_LOAD(t->recv_armed) || t->recv_cancel)
+			continue;
+		k[i].fd = fds[i].fd;
+		k[i].events |= POLLIN;
+		kind[i] = K_ENGINE_WAKE;
+		added++;
+	}
+	return added;
+}
+
+/* After the kernel's ppoll: the entries input_wakes added are answers
+ * no longer (their POLLIN taken out, the descriptor ignored again when
+ * nothing else was asked of it).  1: one of them woke the call. */
+static int input_woke(struct pollfd *k, unsigned char *kind, unsigned long n, long kr)
+{
+	int woke = 0;
+	for (unsigned long i = 0; i < n; i++) {
+		if (kind[i] != K_ENGINE_WAKE)
+			continue;
+		kind[i] = K_ENGINE;
+		if (kr > 0 && (k[i].revents & POLLIN))
+			woke = 1;
+		k[i].revents &= (short)~(POLLIN | POLLRDNORM);
+		k[i].events &= (short)~POLLIN;
+		if (!k[i].events)
+			k[i].fd = -1;
+	}
+	return woke;
+}
+
 /* The answers: the engine's (saved) with the kernel's (k, kr: its result).
  * What the kernel says of an engine socket updates its hints.  Returns the
  * entries ready. */
@@ -231,8 +279,8 @@ static int wake_watched(struct rs_ring *r, struct pollfd *k, unsigned long *nk)
  * fds, then the ring's eventfd), or none when it need not be asked
  * (skip: no revents, counted); what it answered teaches kwatch.c (r
  * unlocked).  Its result. */
-static long kernel_poll(struct rs_ring *r, struct pollfd *k, unsigned long n, unsigned long nk,
-			struct timespec *tsp, const sigset_t *ss, int skip)
+static long kernel_poll(struct rs_ring *r, struct pollfd *k, unsigned char *kind, unsigned long n, unsigned long nk,
+			struct timespec *tsp, const sigset_t *ss, int skip, int *woke)
 {
 	long kr = 0;
 	if (skip) {
@@ -241,6 +289,7 @@ static long kernel_poll(struct rs_ring *r, struct pollfd *k, unsigned long n, un
 		rs_stat_add(RS_C_CALLS_NOSYS, 1);
 	} else {
 		kr = rs_syscall(SYS_ppoll, k, nk, tsp, ss, 8);
+		*woke = input_woke(k, kind, n, kr);
 		if (r && kr >= 0)
 			learn(r, k, n);
 	}
@@ -309,6 +358,8 @@ int rs_wait_poll(struct pollfd *fds, unsigned long n, struct rs_sock **recs, int
 		int ready = engine_answers(fds, n, rec, r, k, kind, &transient);
 		unsigned long nk = n;
 		int blocking = !ready && timeout_ms != 0;
+		if (r && blocking)
+			input_wakes(fds, n, rec, k, kind);
 		if (r && blocking && wake_watched(r, k, &nk))
 			continue;
 		int skip = !blocking && kernel_skippable(r, k, n);
@@ -325,10 +376,10 @@ int rs_wait_poll(struct pollfd *fds, unsigned long n, struct rs_sock **recs, int
 		struct timespec ts;
 		int sliced;
 		struct timespec *tsp = poll_timeout(r, ready ? 0 : timeout_ms, timeout_ms, &deadline, transient, &sliced, &ts);
-		long kr = kernel_poll(r, k, n, nk, tsp, ss, skip);
+		int wake = 0;
+		long kr = kernel_poll(r, k, kind, n, nk, tsp, ss, skip, &wake);
 		if (nk > n)
 			rs_ring_evfd_quiet(r, 1); /* (wake_watched unmuted it) */
-		int wake = 0;
 		if (nk > n && k[n].revents) {
 			uint64_t v;
 			rs_syscall(SYS_read, r->evfd, &v, sizeof(v));

@@ -250,6 +250,37 @@ static inline void nb_pair(int *c, int *s)
 	set_nonblock(*s);
 }
 
+/* fork() with a connection made after it, one end in each process (a
+ * socket open before a fork may be read by either process: under
+ * ringsock it is the kernel's for good, so a scenario about the engine
+ * connects after forking).  The child's end, connecting, is *s (*c -1);
+ * the parent's, accepted, is *c (*s -1); both nonblocking, as nb_pair's.
+ * Returns fork()'s value. */
+static inline pid_t fork_nb_pair(int *c, int *s)
+{
+	struct sockaddr_storage a;
+	socklen_t al;
+	int l = tcp_listener(AF_INET, &a, &al);
+	pid_t p = fork();
+	if (p < 0)
+		die("fork");
+	*c = *s = -1;
+	if (p == 0) {
+		close(l);
+		*s = socket(AF_INET, SOCK_STREAM, 0);
+		if (*s < 0 || connect(*s, (struct sockaddr *)&a, al))
+			die("connect");
+		set_nonblock(*s);
+	} else {
+		*c = accept(l, NULL, NULL);
+		if (*c < 0)
+			die("accept");
+		close(l);
+		set_nonblock(*c);
+	}
+	return p;
+}
+
 /* poll one fd for ev; returns revents (0 on timeout). */
 static inline int wait_fd(int fd, short ev, int ms)
 {

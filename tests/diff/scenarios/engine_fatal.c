@@ -18,8 +18,7 @@ static void on_sig(int sig) { (void)sig; handled++; }
 static void die_after_send(const char *label, int sig, int how)
 {
 	int c, s;
-	nb_pair(&c, &s);
-	pid_t p = fork();
+	pid_t p = fork_nb_pair(&c, &s); /* (made after the fork: the engine's) */
 	if (p == 0) {
 		close(c);
 		struct rlimit no_core = { 0, 0 };

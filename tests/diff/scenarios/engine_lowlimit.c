@@ -25,12 +25,17 @@ static void fill_then_read(int limit)
 		if (setrlimit(RLIMIT_NOFILE, &rl))
 			die("setrlimit");
 		int c, s;
-		nb_pair(&c, &s);
 		char buf[CHUNK];
-		/* the reader, asleep until the writer is done */
-		pid_t r = fork();
+		/* the reader, asleep until the writer is done; connected after
+		 * the fork, so that the writer's end is the engine's */
+		pid_t r = fork_nb_pair(&s, &c);
 		if (r == 0) {
-			close(s);
+			/* a few exchanges first: the writer's reads arm its end */
+			for (int i = 0; i < 6; i++) {
+				if (send(c, "x", 1, 0) != 1 || !(wait_fd(c, POLLIN, 5000) & POLLIN) ||
+				    recv(c, buf, 1, 0) != 1)
+					_exit(4);
+			}
 			char go;
 			if (read(tok[0], &go, 1) != 1)
 				_exit(3);
@@ -50,8 +55,11 @@ static void fill_then_read(int limit)
 				_exit(2);
 			_exit(0);
 		}
-		/* arm s (a few exchanges), then fill it towards c */
-		arm_by_reading(c, s);
+		/* arm s (the reader's exchanges), then fill it towards c */
+		for (int i = 0; i < 6; i++) {
+			if (!(wait_fd(s, POLLIN, 5000) & POLLIN) || recv(s, buf, 1, 0) != 1 || send(s, "y", 1, 0) != 1)
+				die("exchange");
+		}
 		fill_pattern(buf, sizeof(buf), 3);
 		long sent = 0;
 		int eagain = 0;

@@ -13,8 +13,7 @@
 int main(void)
 {
 	int c, s;
-	nb_pair(&c, &s);
-	pid_t p = fork();
+	pid_t p = fork_nb_pair(&c, &s); /* (made after the fork: the engine's) */
 	if (p == 0) {
 		/* echo side: poll(-1) */
 		alarm(60);

@@ -3,7 +3,7 @@
  * without SA_RESTART, as the kernel does for these calls; a signal blocked
  * by the call's mask does not interrupt it; timeouts expire; data that
  * arrives wakes each of them.
- * ENGINE_MIN_ACCELERATED=2 */
+ * ENGINE_MIN_ACCELERATED=1 */
 #include "../scn.h"
 #include <sys/epoll.h>
 #include <sys/select.h>

@@ -1,6 +1,6 @@
 /* fork with open sockets and data already buffered; every exec variant with
  * a socket inherited across it; vfork + exec; _exit and _Exit.
- * ENGINE_MIN_ACCELERATED=3 */
+ * ENGINE_MIN_ACCELERATED=1 */
 #include "../scn.h"
 
 static int child_mode(int argc, char **argv)
