@@ -459,6 +459,8 @@ enum {
 	RS_FAULT_RX_NOMEM,    /* a socket's receive queue cannot grow (malloc) */
 	RS_FAULT_STALE,       /* IORING_SQ_TASKRUN taken for stuck (ring.c
 			       * ring_flags) whenever it is set */
+	RS_FAULT_STUCK,       /* IORING_SQ_TASKRUN read as set when it is not
+			       * (a flag the kernel left set: ring.c kflags) */
 };
 __attribute__((weak, visibility("default"))) int ringsock_test_fault(int site);
 static inline int rs_fault(int site)

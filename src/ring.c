@@ -256,6 +256,7 @@ int rs_ring_reap(struct rs_ring *r)
 			void *p = RS_UD_PTR(c->user_data);
 			int op = RS_UD_OP(c->user_data);
 			if (op == RS_UD_POLL) {
+				r->polls_reaped++;
 				for (int k = 0; k < RS_POLL_SLOTS; k++)
 					if (c->user_data == r->poll[k].ud) {
 						r->poll[k].armed = 0; /* fired (one-shot) */
@@ -283,6 +284,13 @@ int rs_ring_reap(struct rs_ring *r)
 	return total;
 }
 
+/* The ring's kernel flags as they are (and as a test's stuck flag). */
+static unsigned kflags(struct rs_ring *r)
+{
+	unsigned f = IO_URING_READ_ONCE(*r->ring.sq.kflags);
+	return rs_fault(RS_FAULT_STUCK) ? f | IORING_SQ_TASKRUN : f;
+}
+
 /* The ring's kernel flags, with a stuck IORING_SQ_TASKRUN left out: the
  * kernel sets it when it queues task work for us and clears it when that
  * work runs, but it has been seen to stay set with nothing queued, and
@@ -290,7 +298,7 @@ int rs_ring_reap(struct rs_ring *r)
  * it is taken for stuck: rs_ring_stale_look.) */
 static unsigned ring_flags(struct rs_ring *r)
 {
-	unsigned flags = IO_URING_READ_ONCE(*r->ring.sq.kflags);
+	unsigned flags = kflags(r);
 	if (!(flags & IORING_SQ_TASKRUN))
 		r->tr_stale = r->tr_empty = 0;
 	else if (r->tr_stale || rs_fault(RS_FAULT_STALE)) {
@@ -312,7 +320,7 @@ static unsigned ring_flags(struct rs_ring *r)
 int rs_ring_stale_look(struct rs_ring *r)
 {
 	rs_assert(rs_ring_held(r));
-	if (!r->tr_stale || !(IO_URING_READ_ONCE(*r->ring.sq.kflags) & IORING_SQ_TASKRUN))
+	if (!r->tr_stale || !(kflags(r) & IORING_SQ_TASKRUN))
 		return 0;
 	ring_enter(r, 0, NULL, NULL);
 	return io_uring_cq_ready(&r->ring) != 0;
@@ -417,10 +425,16 @@ int rs_ring_progress(struct rs_ring *r)
 			ring_enter(r, 0, NULL, NULL);
 			entered = 1;
 		}
+		unsigned polls = r->polls_reaped;
 		int n = rs_ring_reap(r);
-		if (n)
+		/* Only the one-shot poll this very enter submitted may have
+		 * completed (a wait arms one on a readable epoll set each
+		 * round): no work that set the flag.  Counted as nothing, or a
+		 * stuck flag spun such a wait for good (seen: an epoll server
+		 * at 80% of a core, its sockets' requests unread). */
+		if (n > (int)(r->polls_reaped - polls))
 			r->tr_empty = 0;
-		else if (entered && (IO_URING_READ_ONCE(*r->ring.sq.kflags) & IORING_SQ_TASKRUN) &&
+		else if (entered && (kflags(r) & IORING_SQ_TASKRUN) &&
 			 ++r->tr_empty >= 3)
 			r->tr_stale = 1; /* three enters in a row found nothing */
 		handled += n;

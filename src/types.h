@@ -429,6 +429,9 @@ struct rs_ring {
 				 * ring are then sliced to 10 ms [lock; hint] */
 	uint8_t tr_empty;       /* enters in a row that found nothing so (count;
 				 * the third sets tr_stale) [lock] */
+	unsigned polls_reaped;  /* one-shot poll completions reaped (count;
+				 * rs_ring_progress: they are no socket's
+				 * work) [lock] */
 	unsigned sq_sends;      /* send SQEs not yet submitted (one CQE each;
 				 * count) [lock] */
 	unsigned sq_recvs;      /* receive SQEs not yet submitted (count): a wait

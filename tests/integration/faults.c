@@ -3,7 +3,7 @@
  *
  * RS_FAULT=SITE:N injects at every Nth time the engine reaches SITE
  * (engine_int.h, RS_FAULT_*): setup, enter, short_send, cancel, buf_hold,
- * no_sqe, rx_nomem, stale.  The engine asks through the weak symbol ringsock_test_fault;
+ * no_sqe, rx_nomem, stale, stuck.  The engine asks through the weak symbol ringsock_test_fault;
  * without this library loaded it is never called.
  */
 #include <stdatomic.h>
@@ -18,6 +18,7 @@ static const struct { const char *name; int site; } sites[] = {
 	{ "short_send", RS_FAULT_SHORT_SEND }, { "cancel", RS_FAULT_CANCEL },
 	{ "buf_hold", RS_FAULT_BUF_HOLD },   { "no_sqe", RS_FAULT_NO_SQE },
 	{ "rx_nomem", RS_FAULT_RX_NOMEM },  { "stale", RS_FAULT_STALE },
+	{ "stuck", RS_FAULT_STUCK },
 };
 static int want_site;
 static unsigned long every;
