@@ -142,11 +142,10 @@ static int engine_answers(struct pollfd *fds, unsigned long n, struct rs_sock **
  * trips a second).  So the kernel is asked for the socket's POLLIN too,
  * which it reports as soon as the bytes arrive: the call wakes, and its
  * next round runs the receive (the kernel's POLLIN is no answer: the
- * engine's is).  Returns how many entries it asked for. */
-static int input_wakes(const struct pollfd *fds, unsigned long n, struct rs_sock **rec, struct pollfd *k,
+ * engine's is). */
+static void input_wakes(const struct pollfd *fds, unsigned long n, struct rs_sock **rec, struct pollfd *k,
 		       unsigned char *kind)
 {
-	int added = 0;
 	for (unsigned long i = 0; i < n; i++) {
 		if (kind[i] != K_ENGINE || !(fds[i].events & (POLLIN | POLLRDNORM)) || (k[i].events & POLLIN))
 			continue;
@@ -156,9 +155,7 @@ static int input_wakes(const struct pollfd *fds, unsigned long n, struct rs_sock
 		k[i].fd = fds[i].fd;
 		k[i].events |= POLLIN;
 		kind[i] = K_ENGINE_WAKE;
-		added++;
 	}
-	return added;
 }
 
 /* After the kernel's ppoll: the entries input_wakes added are answers
