@@ -348,6 +348,33 @@ static void catch_up(struct rs_tcp *t, int flags, int will_block, int round)
 		rs_ring_progress(t->e.owner);
 }
 
+/* The kernel's SO_RCVLOWAT for a program's mark lowat while the engine
+ * holds held bytes of the socket's input: readable when both together
+ * reach the mark. */
+static int lowat_less(int lowat, size_t held)
+{
+	if (lowat <= 1 || !held)
+		return lowat;
+	return held >= (size_t)lowat ? 1 : lowat - (int)held;
+}
+
+/* A read of a detached socket took held bytes: the kernel's mark, was
+ * kernel_was, rises by them.  Setting it runs tcp_data_ready, which wakes
+ * the socket's waiters (an edge for an edge-triggered registration)
+ * whenever the kernel's queue is readable at the new mark; the read left
+ * the socket as readable as before, where the kernel path makes no edge.
+ * So an unchanged mark is not set again, and a raised one that wakes is
+ * counted with the renewals' extra edges (ep_rearms). */
+static void raise_kernel_lowat(struct rs_tcp *t, int lowat, int kernel_was)
+{
+	int k = lowat_less(lowat, rs_rxq_held(t)), inq = 0;
+	if (k == kernel_was)
+		return;
+	if (rs_syscall(SYS_ioctl, t->e.fd, SIOCINQ, &inq) == 0 && inq >= k)
+		rs_stat_add(RS_C_EP_REARMS, 1);
+	rs_syscall(SYS_setsockopt, t->e.fd, SOL_SOCKET, SO_RCVLOWAT, &k, sizeof(k));
+}
+
 /* The read took got of the want bytes it asked for, from the held bytes
  * the engine had (and maybe the kernel's queue after them): what a read
  * with data changes.  Returns got. */
@@ -363,10 +390,8 @@ static ssize_t took(struct rs_tcp *t, size_t held, size_t got, size_t want, int 
 		 * kernel. */
 		rs_tcp_go_direct(t->e.owner, t, RS_DIRECT_BULK);
 	int lowat = __atomic_load_n(&t->e.sock->rcvlowat, __ATOMIC_RELAXED);
-	if (held && lowat > 1 && !(flags & MSG_PEEK) && t->e.mode == RS_ES_DETACHED) {
-		int k = rs_tcp_kernel_lowat(t->e.sock, lowat);
-		rs_syscall(SYS_setsockopt, t->e.fd, SOL_SOCKET, SO_RCVLOWAT, &k, sizeof(k));
-	}
+	if (held && lowat > 1 && !(flags & MSG_PEEK) && t->e.mode == RS_ES_DETACHED)
+		raise_kernel_lowat(t, lowat, lowat_less(lowat, held));
 	if (!(flags & MSG_PEEK))
 		maybe_unthrottle(t);
 	if (t->leftover && rs_rxq_leftover_empty(t) && !(flags & MSG_PEEK)) {
@@ -461,10 +486,7 @@ ssize_t rs_tcp_recv(struct rs_tcp *t, const struct iovec *iov, int iovcnt, int f
 int rs_tcp_kernel_lowat(struct rs_sock *s, int lowat)
 {
 	struct rs_esock *e = s->type == SOCK_STREAM ? atomic_load(&s->eng) : NULL;
-	size_t held = e && !rs_esock_passive(e) ? rs_rxq_held(rs_tcp_of(e)) : 0;
-	if (lowat <= 1 || !held)
-		return lowat;
-	return held >= (size_t)lowat ? 1 : lowat - (int)held;
+	return lowat_less(lowat, e && !rs_esock_passive(e) ? rs_rxq_held(rs_tcp_of(e)) : 0);
 }
 
 /* ---- the receive's completions ------------------------------------------- */
