@@ -200,6 +200,7 @@ RS_EXPORT int setsockopt(int fd, int level, int name, const void *val, socklen_t
 		int r = REAL(setsockopt)(fd, level, name, &k, sizeof(k));
 		if (r == 0) {
 			__atomic_store_n(&s->rcvlowat, want < 1 ? 1 : want, __ATOMIC_RELAXED);
+			__atomic_store_n(&s->kernel_lowat, k, __ATOMIC_RELAXED);
 			if (rs_engine_sock(s))
 				rs_sock_lowat_set(s, fd);
 		}

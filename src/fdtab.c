@@ -161,7 +161,7 @@ int rs_fd_track(int fd, int domain, int type, int protocol)
 	s->nonblock = 0;
 	s->conn_state = RS_CONN_UNKNOWN;
 	s->rcvbuf = s->sndbuf = 0;
-	s->rcvlowat = 0;
+	s->rcvlowat = s->kernel_lowat = 0;
 	s->timeo_known = 0;
 	s->born_gen = __atomic_load_n(&rs_fork_gen, __ATOMIC_RELAXED);
 	s->born_pid = rs_rt.pid;

@@ -114,6 +114,8 @@ struct rs_sock {
 	 * date by the trampolines (no system call needed). */
 	int rcvbuf, sndbuf;     /* set by the application, 0 if not */
 	int rcvlowat;           /* SO_RCVLOWAT set by the application, 0 if not */
+	int kernel_lowat;       /* ...and the mark given to the kernel for it
+				 * (lowered by what the engine holds) */
 	unsigned born_gen;      /* rs_fork_gen when it was created */
 	int born_pid;           /* the process that made it (else inherited) */
 	int64_t rcvtimeo_ns, sndtimeo_ns; /* SO_RCVTIMEO, SO_SNDTIMEO (0: none) */

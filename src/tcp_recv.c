@@ -358,21 +358,23 @@ static int lowat_less(int lowat, size_t held)
 	return held >= (size_t)lowat ? 1 : lowat - (int)held;
 }
 
-/* A read of a detached socket took held bytes: the kernel's mark, was
- * kernel_was, rises by them.  Setting it runs tcp_data_ready, which wakes
- * the socket's waiters (an edge for an edge-triggered registration)
- * whenever the kernel's queue is readable at the new mark; the read left
- * the socket as readable as before, where the kernel path makes no edge.
- * So an unchanged mark is not set again, and a raised one that wakes is
+/* A read of a detached socket took held bytes: the kernel's mark rises
+ * by them.  Setting it runs tcp_data_ready, which wakes the socket's
+ * waiters (an edge for an edge-triggered registration) whenever the
+ * kernel's queue is readable at the new mark; the read left the socket as
+ * readable as before, where the kernel path makes no edge.  So a mark the
+ * kernel has already is not set again, and a raised one that wakes is
  * counted with the renewals' extra edges (ep_rearms). */
-static void raise_kernel_lowat(struct rs_tcp *t, int lowat, int kernel_was)
+static void raise_kernel_lowat(struct rs_tcp *t, int lowat)
 {
+	struct rs_sock *s = t->e.sock;
 	int k = lowat_less(lowat, rs_rxq_held(t)), inq = 0;
-	if (k == kernel_was)
+	if (k == __atomic_load_n(&s->kernel_lowat, __ATOMIC_RELAXED))
 		return;
 	if (rs_syscall(SYS_ioctl, t->e.fd, SIOCINQ, &inq) == 0 && inq >= k)
 		rs_stat_add(RS_C_EP_REARMS, 1);
-	rs_syscall(SYS_setsockopt, t->e.fd, SOL_SOCKET, SO_RCVLOWAT, &k, sizeof(k));
+	if (rs_syscall(SYS_setsockopt, t->e.fd, SOL_SOCKET, SO_RCVLOWAT, &k, sizeof(k)) == 0)
+		__atomic_store_n(&s->kernel_lowat, k, __ATOMIC_RELAXED);
 }
 
 /* The read took got of the want bytes it asked for, from the held bytes
@@ -391,7 +393,7 @@ static ssize_t took(struct rs_tcp *t, size_t held, size_t got, size_t want, int 
 		rs_tcp_go_direct(t->e.owner, t, RS_DIRECT_BULK);
 	int lowat = __atomic_load_n(&t->e.sock->rcvlowat, __ATOMIC_RELAXED);
 	if (held && lowat > 1 && !(flags & MSG_PEEK) && t->e.mode == RS_ES_DETACHED)
-		raise_kernel_lowat(t, lowat, lowat_less(lowat, held));
+		raise_kernel_lowat(t, lowat);
 	if (!(flags & MSG_PEEK))
 		maybe_unthrottle(t);
 	if (t->leftover && rs_rxq_leftover_empty(t) && !(flags & MSG_PEEK)) {
