@@ -461,6 +461,9 @@ enum {
 			       * ring_flags) whenever it is set */
 	RS_FAULT_STUCK,       /* IORING_SQ_TASKRUN read as set when it is not
 			       * (a flag the kernel left set: ring.c kflags) */
+	RS_FAULT_SETUP_SIGNAL, /* a thread's ring half made (its io_uring open,
+			       * not yet the engine's): the test library
+			       * raises SIGALRM there, as a timer can */
 };
 __attribute__((weak, visibility("default"))) int ringsock_test_fault(int site);
 static inline int rs_fault(int site)

@@ -37,22 +37,32 @@ extern RS_TLS int rs_fatal_pending;  /* a fatal signal waits for them (sig.c) */
 void rs_sig_fatal_deferred(void);    /* (sig.c) act on it now */
 /* rs_lock_depth counts from before the lock is taken to after it is
  * released: a signal handler that runs meanwhile (even while the lock is
- * being acquired) sees it and leaves the engine alone (rs_ready). */
-static inline void rs_mutex_lock(pthread_mutex_t *m)
+ * being acquired) sees it and leaves the engine alone (rs_ready).  The
+ * same holds for engine work done without a lock that a handler's call
+ * must not enter halfway (a thread's ring being made): rs_nosig_enter
+ * and rs_nosig_leave around it. */
+static inline void rs_nosig_enter(void)
 {
 	rs_lock_depth++;
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+}
+static inline void rs_nosig_leave(void)
+{
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	if (--rs_lock_depth == 0 && rs_unlikely(rs_fatal_pending))
+		rs_sig_fatal_deferred();
+}
+static inline void rs_mutex_lock(pthread_mutex_t *m)
+{
+	rs_nosig_enter();
 	pthread_mutex_lock(m);
 	rs_tsan_acquire(m);
 }
 static inline int rs_mutex_trylock(pthread_mutex_t *m)
 {
-	rs_lock_depth++;
-	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	rs_nosig_enter();
 	if (pthread_mutex_trylock(m) != 0) {
-		__atomic_signal_fence(__ATOMIC_SEQ_CST);
-		if (--rs_lock_depth == 0 && rs_unlikely(rs_fatal_pending))
-			rs_sig_fatal_deferred();
+		rs_nosig_leave();
 		return -1;
 	}
 	rs_tsan_acquire(m);
@@ -62,9 +72,7 @@ static inline void rs_mutex_unlock(pthread_mutex_t *m)
 {
 	rs_tsan_release(m);
 	pthread_mutex_unlock(m);
-	__atomic_signal_fence(__ATOMIC_SEQ_CST);
-	if (--rs_lock_depth == 0 && rs_unlikely(rs_fatal_pending))
-		rs_sig_fatal_deferred();
+	rs_nosig_leave();
 }
 
 #endif

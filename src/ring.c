@@ -60,6 +60,7 @@ static int ring_create(struct rs_ring *r)
 		rs_foreign_making(-1);
 		return e;
 	}
+	(void)rs_fault(RS_FAULT_SETUP_SIGNAL);
 	/* Ring memory is not inherited by fork children. */
 	madvise(r->ring.sq.ring_ptr, r->ring.sq.ring_sz, MADV_DONTFORK);
 	if (r->ring.cq.ring_ptr != r->ring.sq.ring_ptr)
@@ -100,13 +101,10 @@ fail_ring:
 	return e;
 }
 
-struct rs_ring *rs_ring_get(void)
+/* This thread's first ring (rs_ring_get). */
+static struct rs_ring *ring_new(void)
 {
-	struct rs_ring *r = rs_ring_tls;
-	if (rs_likely(r != NULL))
-		return r;
-	if (!rs_engine_on || ring_failed)
-		return NULL;
+	struct rs_ring *r;
 	/* Reuse the record of a thread that has exited (rings are type-stable:
 	 * other threads may still look at a dead one). */
 	rs_mutex_lock(&all_lock);
@@ -157,6 +155,24 @@ struct rs_ring *rs_ring_get(void)
 	pthread_setspecific(exit_key, r);
 	rs_stat_add(RS_C_RINGS, 1);
 	rs_drain_watch(watchdog_fn); /* it runs from now on */
+	return r;
+}
+
+struct rs_ring *rs_ring_get(void)
+{
+	struct rs_ring *r = rs_ring_tls;
+	if (rs_likely(r != NULL))
+		return r;
+	if (!rs_engine_on || ring_failed)
+		return NULL;
+	/* Made with no lock held: a signal handler that runs on this thread
+	 * meanwhile must pass straight to the C library (rs_ready), not arm a
+	 * socket on the half-made ring, nor wait for foreign.c's look at the
+	 * ring being made, which could never end (seen: a timer's handler
+	 * that sends, under RINGSOCK_ARM_AFTER=0, hung for good). */
+	rs_nosig_enter();
+	r = ring_new();
+	rs_nosig_leave();
 	return r;
 }
 

@@ -527,8 +527,16 @@ struct rs_esock *rs_esock_enter(struct rs_sock *s, int fd, int do_arm)
 		 * of the socket entered last, held or not: it said nothing
 		 * here, and the look was skipped after a thread's first
 		 * arm); not with an engine lock held, as in a handler's
-		 * call that interrupted the engine: the next arm looks. */
-		int foreign = rs_lock_depth ? 0 : rs_foreign_uring_found();
+		 * call that interrupted the engine: the next arm looks.  The
+		 * look takes foreign.c's locks: a handler that runs meanwhile
+		 * leaves the engine alone (rs_nosig_enter), or its own arm
+		 * would wait for them on this very thread. */
+		int foreign = 0;
+		if (!rs_lock_depth) {
+			rs_nosig_enter();
+			foreign = rs_foreign_uring_found();
+			rs_nosig_leave();
+		}
 		if (rs_unlikely(foreign == RS_FOREIGN_UNKNOWN))
 			return NULL; /* (maybe later) */
 		if (rs_unlikely(foreign))

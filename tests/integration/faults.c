@@ -3,9 +3,12 @@
  *
  * RS_FAULT=SITE:N injects at every Nth time the engine reaches SITE
  * (engine_int.h, RS_FAULT_*): setup, enter, short_send, cancel, buf_hold,
- * no_sqe, rx_nomem, stale, stuck.  The engine asks through the weak symbol ringsock_test_fault;
- * without this library loaded it is never called.
+ * no_sqe, rx_nomem, stale, stuck, setup_signal (no failure: SIGALRM is
+ * raised there, on the thread making its ring).  The engine asks through
+ * the weak symbol ringsock_test_fault; without this library loaded it is
+ * never called.
  */
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,7 +21,7 @@ static const struct { const char *name; int site; } sites[] = {
 	{ "short_send", RS_FAULT_SHORT_SEND }, { "cancel", RS_FAULT_CANCEL },
 	{ "buf_hold", RS_FAULT_BUF_HOLD },   { "no_sqe", RS_FAULT_NO_SQE },
 	{ "rx_nomem", RS_FAULT_RX_NOMEM },  { "stale", RS_FAULT_STALE },
-	{ "stuck", RS_FAULT_STUCK },
+	{ "stuck", RS_FAULT_STUCK },          { "setup_signal", RS_FAULT_SETUP_SIGNAL },
 };
 static int want_site;
 static unsigned long every;
@@ -58,5 +61,9 @@ int ringsock_test_fault(int site)
 	if (k % every)
 		return 0;
 	atomic_fetch_add(&injected, 1);
+	if (site == RS_FAULT_SETUP_SIGNAL) {
+		raise(SIGALRM);
+		return 0;
+	}
 	return 1;
 }

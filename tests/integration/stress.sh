@@ -102,6 +102,19 @@ RS_FAULT=stuck:1 LD_PRELOAD="$RS_FAULTS:$RS_LIB" RINGSOCK_ARM_AFTER=0 timeout 60
 check "fault-stuck: an epoll wait with a readable pipe returns, as plain ($(tail -1 "$TMP/pipe.stuck"))" \
 	cmp -s "$TMP/pipe.plain" "$TMP/pipe.stuck"
 check "fault-stuck: the fault was injected ($(tail -1 "$TMP/pipe.stuck.err"))" grep -q "injected=[1-9]" "$TMP/pipe.stuck.err"
+# A timer's handler that sends, run while the thread makes its first ring
+# (tests/diff/scenarios/engine_setup_signal.c; faults.c setup_signal
+# raises SIGALRM inside the making): the handler's call passes straight to
+# the C library; it once waited for the making to end, on the thread that
+# was making it (a hang).
+scn=$RS_SCN_DIR/scn_engine_setup_signal
+timeout -k 5 60 "$scn" >"$TMP/setup_signal.plain" 2>&1
+RS_FAULT=setup_signal:1 LD_PRELOAD="$RS_FAULTS:$RS_LIB" RINGSOCK_ARM_AFTER=0 timeout -k 5 60 "$scn" \
+	>"$TMP/setup_signal.fault" 2>"$TMP/setup_signal.err"
+check "fault-setup_signal: a handler's send during a ring's making, as plain ($(tail -1 "$TMP/setup_signal.fault"))" \
+	cmp -s "$TMP/setup_signal.plain" "$TMP/setup_signal.fault"
+check "fault-setup_signal: the signal was raised there ($(tail -1 "$TMP/setup_signal.err"))" \
+	grep -q "injected=[1-9]" "$TMP/setup_signal.err"
 check "fault-rx_nomem: received data went through the overflow slots" \
 	test "$(($(stat_sum "$TMP/fault-rx_nomem.srv" rx_overflows) + $(stat_sum "$TMP/fault-rx_nomem.cli" rx_overflows)))" -gt 0
 finish
