@@ -254,6 +254,10 @@ static inline int rs_in_vfork_child(void)
  * SIGCHLD handler writes a pipe): it must not take them again, so it is
  * passed straight to the kernel. */
 extern RS_TLS int rs_lock_depth;
+/* Application signal handlers running on this thread through the
+ * library's trampoline (sig.c): their calls arm no socket (arming
+ * allocates, which a handler must not). */
+extern RS_TLS int rs_in_handler;
 /* The library serves this caller (initialised, not a vfork child, not a
  * signal handler inside the engine). */
 static inline int rs_ready(void)

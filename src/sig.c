@@ -39,6 +39,7 @@ static atomic_int tab_lock;
 static RS_TLS volatile unsigned hits;
 static int guarding; /* catchers are installed (the engine is on) */
 RS_TLS int rs_lock_depth;
+RS_TLS int rs_in_handler;
 RS_TLS int rs_fatal_pending;
 static void (*die_flush)(void); /* engine.c's, once the engine is on */
 
@@ -60,10 +61,16 @@ static void tramp(int sig, siginfo_t *si, void *uc)
 	}
 	if (!h)
 		return;
+	/* (a handler that leaves by siglongjmp leaves the count raised: that
+	 * thread then arms no more sockets, which is slower, never wrong) */
+	rs_in_handler++;
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	if (fl & SA_SIGINFO)
 		((void (*)(int, siginfo_t *, void *))h)(sig, si, uc);
 	else
 		((void (*)(int))h)(sig);
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	rs_in_handler--;
 }
 
 /* ---- death by a signal's default action ------------------------------------

@@ -519,8 +519,8 @@ struct rs_esock *rs_esock_enter(struct rs_sock *s, int fd, int do_arm)
 {
 	struct rs_esock *e = atomic_load_explicit(&s->eng, memory_order_acquire);
 	if (!e) {
-		if (!do_arm || s->no_engine || !rs_engine_on)
-			return NULL;
+		if (!do_arm || s->no_engine || !rs_engine_on || rs_in_handler)
+			return NULL; /* (a handler's call: arming allocates) */
 		/* Before the engine reads ahead: an io_uring the program made
 		 * with its own system calls could wait for these bytes
 		 * (foreign.c).  Every arm looks (held_ring names the lock
