@@ -95,6 +95,22 @@ wait_bounded() {
 	fi
 	wait "$1"
 }
+# wait_ready FILE TEXT PID: wait until FILE holds TEXT (a server's "ready"
+# line, written once it can take what the test sends), for as long as PID
+# lives, polling every 0.1 s for at most 600 s (a bound on a hang, never a
+# measure of speed: on a loaded machine a start can take seconds, and a
+# test that went on after a shorter wait sent to a socket not yet there).
+# Fails, saying why, when PID ended first or the bound passed.
+wait_ready() {
+	local i
+	for ((i = 0; i < 6000; i++)); do
+		grep -q "$2" "$1" 2>/dev/null && return 0
+		kill -0 "$3" 2>/dev/null || { echo "not ready: pid $3 ended: $(cat "$1" 2>/dev/null)"; return 1; }
+		sleep 0.1
+	done
+	echo "not ready after 600 s: $(tr '\0' ' ' </proc/"$3"/cmdline 2>/dev/null)"
+	return 1
+}
 # The distribution python (not a version-manager shim that forks shells).
 PY=$(command -v /usr/bin/python3 || command -v python3)
 # Remove RINGSOCK_* and LD_PRELOAD from this shell's environment.

@@ -521,6 +521,26 @@ static int mixsend(const char *addr, int port, int n, int size1, int size2)
 	return 0;
 }
 
+/* The numbers below n not seen, as ranges ("0-129 2999"): which end of
+ * the stream went missing says where to look (the first ones: sent before
+ * the sink's socket was there). */
+static void print_missing(const char *seen, int n)
+{
+	for (int i = 0; i < n; i++) {
+		if (seen[i])
+			continue;
+		int j = i;
+		while (j + 1 < n && !seen[j + 1])
+			j++;
+		if (j > i)
+			printf(" %d-%d", i, j);
+		else
+			printf(" %d", i);
+		i = j;
+	}
+	printf("\n");
+}
+
 static int sinkseq(int port, int n)
 {
 	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((unsigned short)port) };
@@ -537,7 +557,8 @@ static int sinkseq(int port, int n)
 		struct pollfd p = { s, POLLIN, 0 };
 		int k;
 		if (poll(&p, 1, 10000) != 1) {
-			printf("sinkseq: %d of %d arrived, then none for 10 s\n", got, n);
+			printf("sinkseq: %d of %d arrived, then none for 10 s; missing", got, n);
+			print_missing(seen, n);
 			return 1;
 		}
 		if (recv(s, buf, sizeof(buf), 0) < (ssize_t)sizeof(k) || (memcpy(&k, buf, sizeof(k)), k < 0 || k >= n) ||

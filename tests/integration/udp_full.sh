@@ -50,7 +50,15 @@ for size in 200 1200; do
 		port=$(( 30000 + RANDOM % 20000 ))
 		ip netns exec "$ns" "$RS_UDP" sinkseq $port 3000 >"$TMP/sink" &
 		sink=$!
-		for i in $(seq 50); do grep -q ready "$TMP/sink" && break; sleep 0.1; done
+		# (the sink's socket is bound once it says ready: a sender that
+		# began before, as one did after a 5 s wait beside CI's load,
+		# sends its first datagrams to no socket, the namespace's UDP
+		# NoPorts, and the sink waits for them in vain)
+		if ! wait_ready "$TMP/sink" ready $sink; then
+			bad "$size bytes, $how: the sink started"
+			kill $sink 2>/dev/null; wait $sink
+			continue
+		fi
 		if [ $how = plain ]; then
 			ip netns exec "$tx" "$RS_UDP" nbsend 198.18.7.2 $port 3000 $size >"$TMP/send" 2>"$TMP/send.err"
 		else
