@@ -22,6 +22,8 @@
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <linux/sockios.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 
 #include "engine_int.h"
 #include "sys.h"
@@ -358,18 +360,38 @@ static int lowat_less(int lowat, size_t held)
 	return held >= (size_t)lowat ? 1 : lowat - (int)held;
 }
 
+/* Has the socket's input ended for good in the kernel: the peer's FIN
+ * came (the states after it) or the connection is closed (a reset)?
+ * Then no byte can arrive any more, and the kernel's SO_RCVLOWAT changes
+ * nothing a program sees: readiness is EPOLLIN at the input's end
+ * whatever the mark, and a read returns what there is. */
+static int input_over(struct rs_tcp *t)
+{
+	if (t->rx_eof)
+		return 1;
+	uint8_t st = 0; /* (tcpi_state, struct tcp_info's first byte) */
+	socklen_t l = sizeof(st);
+	if (rs_syscall(SYS_getsockopt, t->e.fd, IPPROTO_TCP, TCP_INFO, &st, &l) != 0 || l < 1)
+		return 0;
+	return st == TCP_CLOSE_WAIT || st == TCP_LAST_ACK || st == TCP_CLOSING || st == TCP_TIME_WAIT ||
+	       st == TCP_CLOSE;
+}
+
 /* A read of a detached socket took held bytes: the kernel's mark rises
  * by them.  Setting it runs tcp_data_ready, which wakes the socket's
  * waiters (an edge for an edge-triggered registration) whenever the
- * kernel's queue is readable at the new mark; the read left the socket as
- * readable as before, where the kernel path makes no edge.  So a mark the
- * kernel has already is not set again, and a raised one that wakes is
- * counted with the renewals' extra edges (ep_rearms). */
+ * kernel's queue is readable at the new mark, and always once the peer's
+ * FIN came (SOCK_DONE); the read left the socket as readable as before,
+ * where the kernel path makes no edge.  So a mark the kernel has already
+ * is not set again, nor any once the input is over (the mark can change
+ * nothing then: seed 25303373, IN|ERR|HUP reported again after the last
+ * held bytes were read), and a raised one that wakes is counted with the
+ * renewals' extra edges (ep_rearms). */
 static void raise_kernel_lowat(struct rs_tcp *t, int lowat)
 {
 	struct rs_sock *s = t->e.sock;
 	int k = lowat_less(lowat, rs_rxq_held(t)), inq = 0;
-	if (k == __atomic_load_n(&s->kernel_lowat, __ATOMIC_RELAXED))
+	if (k == __atomic_load_n(&s->kernel_lowat, __ATOMIC_RELAXED) || input_over(t))
 		return;
 	if (rs_syscall(SYS_ioctl, t->e.fd, SIOCINQ, &inq) == 0 && inq >= k)
 		rs_stat_add(RS_C_EP_REARMS, 1);
