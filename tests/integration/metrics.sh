@@ -100,7 +100,7 @@ check "once it exits, it is gone from the next scrape" sh -c "! '$RS_CLI' stat -
 # ---- --serve ----
 "$RS_CLI" stat --serve 127.0.0.1:0 2>"$TMP/serve.err" &
 serve=$!
-for i in $(seq 100); do grep -q "serving" "$TMP/serve.err" && break; sleep 0.1; done
+wait_ready "$TMP/serve.err" serving $serve
 cat "$TMP/serve.err"
 sport=$(sed -n 's|.*serving http://127\.0\.0\.1:\([0-9]*\)/metrics|\1|p' "$TMP/serve.err")
 check "--serve 127.0.0.1:0 says where it listens" test -n "$sport"
@@ -192,7 +192,7 @@ print("ready", flush=True)
 time.sleep(600)
 ' >"$TMP/many") &
 	victim=$!
-	for i in $(seq 300); do grep -q ready "$TMP/many" && break; sleep 0.1; done
+	wait_ready "$TMP/many" ready $victim
 	open=$(ls -l /proc/$victim/fd 2>/dev/null | grep -c 'socket:')
 	"$RS_CLI" stat --sockets "$victim" >"$TMP/manys"
 	left=$(sed -n 's/^  (\([0-9]*\) more sockets not listed: a process publishes at most 8192)$/\1/p' "$TMP/manys")

@@ -92,7 +92,7 @@ assert len(docs) == 2 and docs[1]["processes"][0]["rates"]["calls_per_s"] > 0, d
 ' "$TMP/wj"
 "$RS_CLI" stat --watch "$srv" >"$TMP/wi" &
 watcher=$!
-for i in $(seq 100); do grep -q rs-rr-server "$TMP/wi" && break; sleep 0.1; done
+wait_ready "$TMP/wi" rs-rr-server $watcher
 kill -INT $watcher
 wait $watcher
 check "--watch ends on SIGINT with exit 0" test $? = 0
@@ -186,7 +186,7 @@ print(s.getsockname()[1], flush=True)
 time.sleep(600)
 ' >"$TMP/uport" &
 udp=$!
-for i in $(seq 100); do [ -s "$TMP/uport" ] && break; sleep 0.1; done
+wait_ready "$TMP/uport" "[0-9]" $udp
 uport=$(cat "$TMP/uport")
 "$PY" -c '
 import socket, sys
