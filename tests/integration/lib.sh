@@ -100,7 +100,9 @@ wait_bounded() {
 # lives, polling every 0.1 s for at most 600 s (a bound on a hang, never a
 # measure of speed: on a loaded machine a start can take seconds, and a
 # test that went on after a shorter wait sent to a socket not yet there).
-# Fails, saying why, when PID ended first or the bound passed.
+# Fails, saying why, when PID ended first or the bound passed.  FILE must
+# be new to PID (a name no earlier process wrote): the shell empties a
+# redirection's file in the child it forks, perhaps after this looks.
 wait_ready() {
 	local i
 	for ((i = 0; i < 6000; i++)); do
