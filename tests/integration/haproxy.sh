@@ -52,13 +52,6 @@ cleanup() {
 }
 trap cleanup EXIT
 
-wait_port() { # port: listening within 20 s
-	for _ in $(seq 200); do
-		ss -Hltn "sport = :$1" | grep -q . && return 0
-		sleep 0.1
-	done
-	return 1
-}
 # A process exists and is not a zombie.
 alive() {
 	local st
@@ -107,7 +100,7 @@ CONF
 nginx -c "$TMP/nginx.conf" -p "$TMP" 2>"$TMP/nginx.out" &
 npid=$!
 LIVE+="$npid "
-wait_port "$nport" || { bad "setup: nginx did not start"; cat "$TMP/nginx.out"; finish; exit 1; }
+wait_port "$nport" $npid || { bad "setup: nginx did not start"; cat "$TMP/nginx.out"; finish; exit 1; }
 
 hap_cfg() { # file nbthread http_port tcp_port
 	cat >"$1" <<CONF
@@ -214,7 +207,7 @@ run() {
 	"$@" haproxy -f "$dir/h.cfg" -db >"$dir/db.log" 2>&1 &
 	local hpid=$!
 	LIVE+="$hpid "
-	if wait_port "$hp" && wait_port "$tp"; then
+	if wait_port "$hp" $hpid && wait_port "$tp" $hpid; then
 		fetch "$name http" "$hp" 200 50
 		fetch "$name tcp" "$tp" 200 50
 		wrkrun "$name http" "$hp"
@@ -240,7 +233,7 @@ run() {
 	"$@" haproxy -W -f "$dir/h.cfg" -db >"$dir/mw.log" 2>&1 &
 	local mpid=$! w1 w2="" i
 	LIVE+="$mpid "
-	if wait_port "$hp" && wait_port "$tp"; then
+	if wait_port "$hp" $mpid && wait_port "$tp" $mpid; then
 		for i in $(seq 200); do
 			w1=$(pgrep -P $mpid | head -1)
 			[ -n "$w1" ] && break
@@ -257,7 +250,7 @@ run() {
 		done
 		check "$name -W: reload (SIGUSR2) started a new worker" test -n "$w2"
 		check "$name -W: the old worker exits by itself within 20 s" wait_gone "${w1:-0}" 20
-		wait_port "$hp" && wait_port "$tp"
+		wait_port "$hp" $mpid && wait_port "$tp" $mpid
 		fetch "$name -W reloaded http" "$hp" 50 10
 		fetch "$name -W reloaded tcp" "$tp" 50 10
 	else

@@ -113,6 +113,22 @@ wait_ready() {
 	echo "not ready after 600 s: $(tr '\0' ' ' </proc/"$3"/cmdline 2>/dev/null)"
 	return 1
 }
+# wait_port [tcp|udp] PORT [PID]: wait until a TCP socket listens on PORT
+# (udp: a UDP socket is bound to it), polling every 0.05 s, for as long as
+# PID (when given) lives, at most 120 s: a bound on a hang, never a
+# measure of speed (a server's start beside other work can take seconds).
+# 1 when it did not.
+wait_port() {
+	local proto=tcp i
+	case $1 in tcp | udp) proto=$1; shift ;; esac
+	for ((i = 0; i < 2400; i++)); do
+		if [ $proto = tcp ]; then ss -Hltn "sport = :$1" | grep -q . && return 0
+		else ss -Hlun "sport = :$1" | grep -q . && return 0; fi
+		[ -n "${2:-}" ] && ! kill -0 "$2" 2>/dev/null && return 1
+		sleep 0.05
+	done
+	return 1
+}
 # The distribution python (not a version-manager shim that forks shells).
 PY=$(command -v /usr/bin/python3 || command -v python3)
 # Remove RINGSOCK_* and LD_PRELOAD from this shell's environment.

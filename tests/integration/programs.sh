@@ -11,14 +11,6 @@ need socat
 need ss
 RS="$RS_CLI"
 
-wait_port() { # proto port
-	for _ in $(seq 100); do
-		if [ "$1" = tcp ]; then ss -Hltn "sport = :$2" | grep -q . && return 0
-		else ss -Hlun "sport = :$2" | grep -q . && return 0; fi
-		sleep 0.05
-	done
-	return 1
-}
 json_num() { "$PY" -c "import json,sys; d=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))" "$@"; }
 
 # ---- iperf3 ----
@@ -27,7 +19,7 @@ for mode in tcp reverse parallel udp; do
 	rm -f "$TMP"/srv.* "$TMP"/cli.*
 	"$RS" --stats="$TMP/srv.stats" iperf3 -s -1 -p "$port" -J >"$TMP/srv.json" 2>"$TMP/srv.err" &
 	spid=$!
-	wait_port tcp "$port" || bad "iperf3 server did not start"
+	wait_port tcp "$port" $spid || bad "iperf3 server did not start"
 	case $mode in
 	tcp) args="" ;;
 	reverse) args="-R" ;;
@@ -65,7 +57,7 @@ done
 port=$(free_port)
 "$RS" --stats="$TMP/sp-srv.stats" sockperf server --tcp -i 127.0.0.1 -p "$port" >"$TMP/sp-srv.out" 2>&1 &
 spid=$!
-wait_port tcp "$port" || bad "sockperf server did not start"
+wait_port tcp "$port" $spid || bad "sockperf server did not start"
 timeout 60 "$RS" --stats="$TMP/sp-pp.stats" sockperf ping-pong --tcp -i 127.0.0.1 -p "$port" -t 2 -m 64 >"$TMP/pp.out" 2>&1
 check "sockperf ping-pong: exit 0" test $? = 0
 check "sockperf ping-pong: latency summary" grep -q "Summary: Latency is" "$TMP/pp.out"
@@ -95,7 +87,7 @@ head -c $((32 << 20)) /dev/urandom >"$TMP/in.bin"
 port=$(free_port)
 "$RS" --stats="$TMP/socat-rx.stats" socat -u "TCP-LISTEN:$port,reuseaddr,bind=127.0.0.1" "OPEN:$TMP/out.bin,creat,trunc" 2>"$TMP/socat-rx.err" &
 rpid=$!
-wait_port tcp "$port" || bad "socat receiver did not start"
+wait_port tcp "$port" $rpid || bad "socat receiver did not start"
 timeout 60 "$RS" --stats="$TMP/socat-tx.stats" socat -u "OPEN:$TMP/in.bin" "TCP:127.0.0.1:$port" 2>"$TMP/socat-tx.err"
 check "socat sender: exit 0" test $? = 0
 wait $rpid
@@ -112,7 +104,7 @@ port=$(free_port)
 rm -f "$TMP/out.bin"
 "$RS" --set BLOCKING=kernel --stats="$TMP/socat-rxk.stats" socat -u "TCP-LISTEN:$port,reuseaddr,bind=127.0.0.1" "OPEN:$TMP/out.bin,creat,trunc" 2>"$TMP/socat-rx.err" &
 rpid=$!
-wait_port tcp "$port" || bad "socat receiver did not start"
+wait_port tcp "$port" $rpid || bad "socat receiver did not start"
 timeout 60 "$RS" --set BLOCKING=kernel --stats="$TMP/socat-txk.stats" socat -u "OPEN:$TMP/in.bin" "TCP:127.0.0.1:$port" 2>"$TMP/socat-tx.err"
 check "socat, BLOCKING=kernel: sender exit 0" test $? = 0
 wait $rpid
@@ -123,9 +115,11 @@ check "socat, BLOCKING=kernel: blocking sockets counted as passed through" test 
 port=$(free_port)
 "$RS" socat -u "UDP-RECV:$port,bind=127.0.0.1" "OPEN:$TMP/udp.out,creat,trunc" &
 rpid=$!
-wait_port udp "$port" || bad "socat UDP receiver did not start"
+wait_port udp "$port" $rpid || bad "socat UDP receiver did not start"
 printf 'datagram-through-socat' | "$RS" socat -u - "UDP-SENDTO:127.0.0.1:$port"
-sleep 0.3
+# (until the receiver wrote it, at most 60 s: not a fixed 0.3 s, which a
+# loaded machine can miss)
+for _ in $(seq 1200); do grep -q datagram-through-socat "$TMP/udp.out" 2>/dev/null && break; sleep 0.05; done
 kill $rpid 2>/dev/null
 wait $rpid 2>/dev/null
 check "socat UDP: datagram arrived" test "$(cat "$TMP/udp.out")" = "datagram-through-socat"

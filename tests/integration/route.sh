@@ -59,9 +59,10 @@ check "check --route: the route's MTU limits the segments (1280 - 28)" \
 	grep -q "UDP GSO: runs of datagrams up to 1252 bytes (checksum offload; segments limited by the path MTU)" "$TMP/mtu"
 for how in plain lib; do
 	port=$(( 30000 + RANDOM % 20000 ))
-	ip netns exec "$ns" "$RS_UDP" sinkseq $port 1000 >"$TMP/sink" &
+	sinkout="$TMP/sink.$how" # (a file of its own: see udp_full.sh)
+	ip netns exec "$ns" "$RS_UDP" sinkseq $port 1000 >"$sinkout" &
 	sink=$!
-	for _ in $(seq 50); do grep -q ready "$TMP/sink" && break; sleep 0.1; done
+	wait_ready "$sinkout" ready $sink || bad "udp mtu 1280, $how: the sink started"
 	if [ $how = plain ]; then
 		"$RS_UDP" mixsend 198.18.8.2 $port 1000 1400 1200 >"$TMP/send" 2>&1
 	else
@@ -69,7 +70,7 @@ for how in plain lib; do
 	fi
 	wait $sink
 	check "udp mtu 1280, $how: all sent" grep -q "sent 1000" "$TMP/send"
-	check "udp mtu 1280, $how: each arrived exactly once ($(tail -1 "$TMP/sink"))" grep -q complete "$TMP/sink"
+	check "udp mtu 1280, $how: each arrived exactly once ($(tail -1 "$sinkout"))" grep -q complete "$sinkout"
 done
 echo "udp: udp_queued=$(stat_sum "$TMP/mix.st" udp_queued) udp_gso_sends=$(stat_sum "$TMP/mix.st" udp_gso_sends)"
 check "udp mtu 1280: datagrams were queued" test "$(stat_sum "$TMP/mix.st" udp_queued)" -ge 900

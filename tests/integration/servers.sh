@@ -13,13 +13,6 @@ need redis-cli
 need ss
 RS="$RS_CLI"
 
-wait_port() {
-	for _ in $(seq 100); do
-		ss -Hltn "sport = :$1" | grep -q . && return 0
-		sleep 0.05
-	done
-	return 1
-}
 
 # ---- nginx ----
 port=$(free_port)
@@ -46,7 +39,7 @@ http {
 CONF
 "$RS" --stats="$TMP/nginx.stats" nginx -c "$TMP/nginx.conf" -p "$TMP" &
 npid=$!
-wait_port "$port" || bad "nginx did not start"
+wait_port "$port" $npid || bad "nginx did not start"
 timeout 60 "$RS" wrk -t 1 -c 64 -d 2s "http://127.0.0.1:$port/1k.bin" >"$TMP/wrk.out" 2>&1
 check "wrk: exit 0" test $? = 0
 check "wrk: requests completed" grep -qE "[0-9]+ requests in" "$TMP/wrk.out"
@@ -88,7 +81,7 @@ port=$(free_port)
 "$RS" --stats="$TMP/redis.stats" redis-server --port "$port" --bind 127.0.0.1 --save "" --appendonly no \
 	>"$TMP/redis.log" 2>&1 &
 rpid=$!
-wait_port "$port" || bad "redis did not start"
+wait_port "$port" $rpid || bad "redis did not start"
 timeout 60 "$RS" --stats="$TMP/rb.stats" redis-benchmark -p "$port" -t set,get,lpush,lpop -n 20000 -c 50 -q \
 	>"$TMP/rb.out" 2>&1
 check "redis-benchmark: exit 0" test $? = 0

@@ -18,7 +18,7 @@ run_case() { # label conns seed [env...]
 	port=$(free_port)
 	env "$@" "$RS" --stats="$TMP/$label.srv" "$ST" server "$port" 2>"$TMP/$label.srv.err" &
 	local spid=$!
-	for _ in $(seq 100); do ss -Hltn "sport = :$port" | grep -q . && break; sleep 0.05; done
+	wait_port "$port" $spid
 	timeout 120 env "$@" "$RS" --stats="$TMP/$label.cli" "$ST" client "$port" "$conns" "$seed" \
 		>"$TMP/$label.out" 2>"$TMP/$label.err"
 	local rc=$?
