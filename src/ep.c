@@ -349,6 +349,17 @@ static int kernel_sock_event(struct rs_ep *ep, struct rs_epreg *g, uint32_t *ev)
 	return 1;
 }
 
+/* The kernel reported g's socket's input end (EPOLLRDHUP) to the
+ * program: the peer's FIN came while the kernel watched the socket's
+ * input for every registration (the socket the kernel's, or its input
+ * left to the kernel), so each had that wake-up from the kernel (unless
+ * the program shut the socket down for reading itself). */
+static void end_reported(struct rs_epreg *g, uint32_t ev)
+{
+	if ((ev & EPOLLRDHUP) && g->s && !RS_LOAD(g->s->shut_rd) && !RS_LOAD(g->s->k_fin))
+		RS_STORE(g->s->k_fin, 1);
+}
+
 /* Translate the kernel's k entries after the round's n engine events:
  * cookies back to the application's data, engine sockets' edges into
  * engine readiness.  Returns the events in evs. */
@@ -372,6 +383,7 @@ static int translate(struct rs_ep *ep, struct epoll_event *evs, long k, struct r
 			e.events = engine_sock_event(ep, g, e.events);
 			if (!e.events)
 				continue;
+			end_reported(g, e.events);
 			rs_mutex_lock(&ep->lock);
 			out = report(evs, out, g, ep->round, e.events);
 			rs_mutex_unlock(&ep->lock);
@@ -380,6 +392,7 @@ static int translate(struct rs_ep *ep, struct epoll_event *evs, long k, struct r
 		uint32_t ev = e.events;
 		if (!kernel_sock_event(ep, g, &ev))
 			continue;
+		end_reported(g, ev);
 		/* (also reported from engine state this round: merged) */
 		rs_mutex_lock(&ep->lock);
 		out = report(evs, out, g, ep->round, ev);

@@ -330,6 +330,11 @@ void rs_ep_sock_changed(struct rs_esock *e)
 	sock_look(e, 1, 0);
 }
 
+void rs_ep_sock_look(struct rs_esock *e)
+{
+	sock_look(e, 0, 0);
+}
+
 /* Input arrived (data, a datagram), nothing else changed: the kernel's
  * sk_data_ready wakes its waiters with the input key, which makes no edge
  * for a registration that watches only output (an EPOLLOUT|EPOLLET one
