@@ -211,8 +211,8 @@ int rs_sock_self_peer(int fd);
 struct rs_epreg;
 void rs_ep_sock_changed(struct rs_esock *e);  /* readiness may have changed */
 void rs_ep_sock_input(struct rs_esock *e);    /* input arrived, nothing else */
-void rs_ep_sock_look(struct rs_esock *e);     /* readiness changed, but no event of the
-					       * socket's (no edge) */
+void rs_ep_sock_received(struct rs_esock *e); /* a TCP receive's bytes */
+void rs_ep_sock_end(struct rs_esock *e);      /* the engine's receive met the stream's end */
 void rs_ep_sock_output(struct rs_esock *e);   /* room, with no send (SO_SNDBUF) */
 void rs_ep_sock_armed(struct rs_esock *e);    /* registrations to engine mode */
 void rs_ep_sock_detached(struct rs_esock *e); /* ... and back to the kernel */

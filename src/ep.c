@@ -349,15 +349,13 @@ static int kernel_sock_event(struct rs_ep *ep, struct rs_epreg *g, uint32_t *ev)
 	return 1;
 }
 
-/* The kernel reported g's socket's input end (EPOLLRDHUP) to the
- * program: the peer's FIN came while the kernel watched the socket's
- * input for every registration (the socket the kernel's, or its input
- * left to the kernel), so each had that wake-up from the kernel (unless
- * the program shut the socket down for reading itself). */
+/* A kernel event reports the socket's input end (EPOLLRDHUP) to the
+ * program through g (ep->lock held): that was the peer's FIN's edge for g
+ * (unless the program shut the socket down for reading itself). */
 static void end_reported(struct rs_epreg *g, uint32_t ev)
 {
-	if ((ev & EPOLLRDHUP) && g->s && !RS_LOAD(g->s->shut_rd) && !RS_LOAD(g->s->k_fin))
-		RS_STORE(g->s->k_fin, 1);
+	if ((ev & EPOLLRDHUP) && g->s && !RS_LOAD(g->s->shut_rd))
+		g->end_told = 1;
 }
 
 /* Translate the kernel's k entries after the round's n engine events:
@@ -383,8 +381,8 @@ static int translate(struct rs_ep *ep, struct epoll_event *evs, long k, struct r
 			e.events = engine_sock_event(ep, g, e.events);
 			if (!e.events)
 				continue;
-			end_reported(g, e.events);
 			rs_mutex_lock(&ep->lock);
+			end_reported(g, e.events);
 			out = report(evs, out, g, ep->round, e.events);
 			rs_mutex_unlock(&ep->lock);
 			continue;
@@ -392,9 +390,9 @@ static int translate(struct rs_ep *ep, struct epoll_event *evs, long k, struct r
 		uint32_t ev = e.events;
 		if (!kernel_sock_event(ep, g, &ev))
 			continue;
-		end_reported(g, ev);
 		/* (also reported from engine state this round: merged) */
 		rs_mutex_lock(&ep->lock);
+		end_reported(g, ev);
 		out = report(evs, out, g, ep->round, ev);
 		rs_mutex_unlock(&ep->lock);
 	}

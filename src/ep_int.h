@@ -41,6 +41,11 @@ struct rs_epreg {
 				  * s->regs until pruned (set under the ctl
 				  * lock and the set's lock) */
 	uint8_t kout;            /* the kernel watches EPOLLOUT (engine socket) */
+	uint8_t end_told;        /* a kernel event told the program of the
+				  * socket's input end (EPOLLRDHUP) through it
+				  * since its last ADD or MOD: the peer's FIN,
+				  * and every byte before it, made its edge then
+				  * (rs_ep_sock_end, rs_ep_sock_received) [lock] */
 	uint32_t kev;            /* the events the kernel watches for it now */
 	uint64_t ready_clock;    /* rs_ready_clock at its last push */
 };

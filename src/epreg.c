@@ -310,14 +310,17 @@ int rs_epr_engine_mode(struct rs_sock *s)
 
 /* Each set looks at the socket again; edge: an edge for the registrations
  * whose events meet key (0: all), as the kernel's wake-up with that key
- * makes one only for those (ERR and HUP are in every registration). */
+ * makes one only for those (ERR and HUP are in every registration);
+ * RS_EDGE_UNTOLD: for those not told of the input's end (end_told). */
+enum { RS_EDGE_NONE, RS_EDGE, RS_EDGE_UNTOLD };
 static void sock_look(struct rs_esock *e, int edge, uint32_t key)
 {
 	for (struct rs_epreg *g = e->sock->regs; g; g = g->sock_next) {
 		struct rs_ep *ep = g->ep; /* (fixed while g is on the list) */
 		rs_mutex_lock(&ep->lock);
 		if (!g->gone) {
-			if (edge && (!key || (key & (g->events | EPOLLERR | EPOLLHUP))))
+			if (edge && (!key || (key & (g->events | EPOLLERR | EPOLLHUP))) &&
+			    !(edge == RS_EDGE_UNTOLD && g->end_told))
 				g->edge = 1;
 			rs_epr_ready_push(ep, g);
 		}
@@ -327,12 +330,18 @@ static void sock_look(struct rs_esock *e, int edge, uint32_t key)
 
 void rs_ep_sock_changed(struct rs_esock *e)
 {
-	sock_look(e, 1, 0);
+	sock_look(e, RS_EDGE, 0);
 }
 
-void rs_ep_sock_look(struct rs_esock *e)
+/* The engine's receive met the stream's end (the peer's FIN): an edge
+ * for each registration, as the FIN's wake-up makes, except those the
+ * kernel already told of that end (end_told): the FIN's wake-up was then,
+ * on the kernel path too (seed 26000473: an OUT|RDHUP|ET registration
+ * reported OUT|RDHUP again once the engine's receive, armed later, read
+ * the last bytes).  Each set looks again. */
+void rs_ep_sock_end(struct rs_esock *e)
 {
-	sock_look(e, 0, 0);
+	sock_look(e, RS_EDGE_UNTOLD, 0);
 }
 
 /* Input arrived (data, a datagram), nothing else changed: the kernel's
@@ -341,7 +350,17 @@ void rs_ep_sock_look(struct rs_esock *e)
  * got an OUT edge for every receive completion). */
 void rs_ep_sock_input(struct rs_esock *e)
 {
-	sock_look(e, 1, EPOLLIN | EPOLLPRI | EPOLLRDNORM | EPOLLRDBAND);
+	sock_look(e, RS_EDGE, EPOLLIN | EPOLLPRI | EPOLLRDNORM | EPOLLRDBAND);
+}
+
+/* The same for a TCP receive's bytes, but no edge for a registration the
+ * kernel told of the input's end: every byte before the FIN was in the
+ * kernel's queue when it did, so that report covered them (with
+ * RINGSOCK_ARM_AFTER=1, the receive the first read arms brought the
+ * rest: IN|RDHUP reported again). */
+void rs_ep_sock_received(struct rs_esock *e)
+{
+	sock_look(e, RS_EDGE_UNTOLD, EPOLLIN | EPOLLPRI | EPOLLRDNORM | EPOLLRDBAND);
 }
 
 /* The socket's room changed with no send (SO_SNDBUF set: the kernel's
@@ -452,7 +471,7 @@ void rs_ep_sock_detached(struct rs_esock *e)
 	 * registration gets no new edge; one not yet reported stays.  What
 	 * the kernel has queued since the engine's receive stopped was never
 	 * reported, and the kernel reports it (EPOLL_CTL_MOD polls it). */
-	sock_look(e, 0, 0);
+	sock_look(e, RS_EDGE_NONE, 0);
 }
 
 /* Drop every registration of s; del: remove them from the kernel sets too,

@@ -168,7 +168,6 @@ int rs_fd_track(int fd, int domain, int type, int protocol)
 	s->no_engine = 0;
 	s->urgent = 0;
 	s->shut_rd = s->shut_wr = 0;
-	s->k_fin = 0;
 	s->passed = 0;
 	s->sent_kernel = s->pre_reads = 0;
 	s->err_kept = 0;

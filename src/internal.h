@@ -127,12 +127,6 @@ struct rs_sock {
 	uint8_t no_engine;      /* never arm it (pt_reason says why) */
 	uint8_t urgent;         /* the program asked about urgent data */
 	uint8_t shut_rd, shut_wr; /* shut down before the engine armed it */
-	uint8_t k_fin;          /* the kernel reported its input's end
-				 * (EPOLLRDHUP, the program not shut down for
-				 * reading) to an epoll registration: the
-				 * peer's FIN came and its wake-up was the
-				 * kernel's (tcp.c: the engine's receive that
-				 * meets it later is no new event) */
 	uint8_t passed;         /* sent in SCM_RIGHTS: another process may hold it */
 	/* before any engine state (tcp_send.c first_send, tcp_recvcall.c
 	 * before_engine: a new nonblocking socket's first send and first

@@ -185,13 +185,9 @@ static void complete(struct rs_ring *r, struct rs_esock *e, int op, struct io_ur
 	 * the kernel's ERR/HUP once no receive of ours runs): an edge for
 	 * all. */
 	int input = op == RS_UD_RECV && c->res > 0 && ((c->flags & IORING_CQE_F_MORE) || !RS_LOAD(t->e.k_hup));
-	/* The stream's end, which the kernel already reported (before the
-	 * socket was armed, or while it was the kernel's): the FIN's wake-up
-	 * was then, on the kernel path too, and meeting it now is no event
-	 * (seed 26000473: an OUT|RDHUP|ET registration reported OUT|RDHUP
-	 * again once the engine read the last bytes).  Each set looks again
-	 * (readiness now shows the end), with no edge. */
-	int end_known = op == RS_UD_RECV && c->res == 0 && RS_LOAD(t->e.sock->k_fin) && !t->shut_rd;
+	/* The stream's end: an edge for the registrations the kernel has not
+	 * told of it already (rs_ep_sock_end). */
+	int end = op == RS_UD_RECV && c->res == 0 && !t->shut_rd;
 	switch (op) {
 	case RS_UD_RECV:
 		rs_tcp_recv_done(r, t, c);
@@ -211,9 +207,9 @@ static void complete(struct rs_ring *r, struct rs_esock *e, int op, struct io_ur
 	rs_tcpq_check(t);
 	if (edge && !t->e.closing) {
 		if (input)
-			rs_ep_sock_input(&t->e);
-		else if (end_known)
-			rs_ep_sock_look(&t->e);
+			rs_ep_sock_received(&t->e);
+		else if (end)
+			rs_ep_sock_end(&t->e);
 		else
 			rs_ep_sock_changed(&t->e);
 	}
