@@ -320,11 +320,13 @@ static uint32_t engine_sock_event(struct rs_ep *ep, struct rs_epreg *g, uint32_t
 	 * whole mask, as the kernel's does, with writability as the engine
 	 * has it. */
 	events &= g->events | EPOLLHUP | EPOLLERR;
-	if (events && kt)
-		events = with_held(g, kt, events);
 	if ((g->events & (EPOLLET | EPOLLOUT)) == (EPOLLET | EPOLLOUT) && (events || kev_out) && kt &&
 	    rs_esock_writable(kt))
 		events |= EPOLLOUT;
+	/* (an edge of room alone too: the bytes the engine holds are the
+	 * kernel's queue on the kernel path, which its edge reports) */
+	if (events && kt)
+		events = with_held(g, kt, events);
 	if (events && (g->events & EPOLLONESHOT))
 		g->disabled = 1;
 	return events;
