@@ -135,6 +135,16 @@ static int collect(struct rs_ep *ep, struct rs_ring *r, struct epoll_event *evs,
 		unsigned ev = reg_ready(ep, g, r, foreign, nforeign, fds, transient) &
 			      (g->events | EPOLLERR | EPOLLHUP);
 		int et = g->events & EPOLLET;
+		if (!ev && !g->on_ready)
+			/* Looked at and nothing it watches is ready: the edge
+			 * is spent, as the kernel's wake-up is when its poll
+			 * of the item finds nothing (ep_send_events).  Kept
+			 * where g goes back on the list to be looked at again
+			 * (a socket in hand-over).  A registration of an idle
+			 * socket kept the edge of its EPOLL_CTL_ADD, and the
+			 * next push for another reason (SO_RCVLOWAT set, seed
+			 * 26202643) reported its state as a new edge. */
+			g->edge = 0;
 		if (!ev || g->disabled || (et && !g->edge))
 			continue;
 		int was = n;
