@@ -54,10 +54,14 @@ static int report(struct epoll_event *evs, int n, struct rs_epreg *g, uint32_t r
  * report this time.  A socket another thread's ring serves goes into
  * foreign[0..*nforeign), its fd into fds (up to 8), to detach; one in
  * hand-over sets *transient (look again soon).  g goes back on the ready
- * list where it must be looked at again.  Called with ep->lock held. */
+ * list where it must be looked at again.  *whole: the answer is the
+ * socket's whole state (this thread's engine socket, no hang-up of the
+ * kernel's waiting for a receive to end), so that nothing ready means an
+ * edge has nothing to report.  Called with ep->lock held. */
 static unsigned reg_ready(struct rs_ep *ep, struct rs_epreg *g, struct rs_ring *r, struct rs_sock **foreign,
-			  int *nforeign, int *fds, int *transient)
+			  int *nforeign, int *fds, int *transient, int *whole)
 {
+	*whole = 0;
 	struct rs_esock *t = g->s ? atomic_load(&g->s->eng) : NULL;
 	if (!t) {
 		/* Never armed: the kernel reports it (its registration
@@ -82,6 +86,8 @@ static unsigned reg_ready(struct rs_ep *ep, struct rs_epreg *g, struct rs_ring *
 	unsigned held;
 	if (g->engine && o == r && mode == RS_ES_ARMED) {
 		ready = rs_esock_readiness(t);
+		/* (the kernel's reset or hang-up shows once the receive ends) */
+		*whole = !(RS_LOAD(t->k_hup) && t->recv_armed);
 	} else if ((held = rs_esock_held_events(t)) != 0) {
 		/* held after detaching: bytes, or an error taken from the
 		 * kernel */
@@ -132,17 +138,20 @@ static int collect(struct rs_ep *ep, struct rs_ring *r, struct epoll_event *evs,
 			rs_epr_ready_push(ep, g);
 			continue;
 		}
-		unsigned ev = reg_ready(ep, g, r, foreign, nforeign, fds, transient) &
+		int whole;
+		unsigned ev = reg_ready(ep, g, r, foreign, nforeign, fds, transient, &whole) &
 			      (g->events | EPOLLERR | EPOLLHUP);
 		int et = g->events & EPOLLET;
-		if (!ev && !g->on_ready)
-			/* Looked at and nothing it watches is ready: the edge
-			 * is spent, as the kernel's wake-up is when its poll
-			 * of the item finds nothing (ep_send_events).  Kept
-			 * where g goes back on the list to be looked at again
-			 * (a socket in hand-over).  A registration of an idle
-			 * socket kept the edge of its EPOLL_CTL_ADD, and the
-			 * next push for another reason (SO_RCVLOWAT set, seed
+		if (!ev && whole)
+			/* Nothing it watches is ready: the edge is spent, as
+			 * the kernel's wake-up is when its poll of the item
+			 * finds nothing (ep_send_events).  Only where the look
+			 * saw the socket's whole state: in hand-over (bytes
+			 * held, the kernel's state not asked) or with a
+			 * hang-up the receive has yet to show, a pending edge
+			 * would be lost.  A registration of an idle socket
+			 * kept the edge of its EPOLL_CTL_ADD, and the next
+			 * push for another reason (SO_RCVLOWAT set, seed
 			 * 26202643) reported its state as a new edge. */
 			g->edge = 0;
 		if (!ev || g->disabled || (et && !g->edge))
