@@ -50,14 +50,30 @@ static int report(struct epoll_event *evs, int n, struct rs_epreg *g, uint32_t r
 	return n + 1;
 }
 
+/* What the kernel says of g's socket t for events, through a descriptor
+ * that is still this socket's (the registered number may have been closed
+ * and reused for another socket; the registration follows the open
+ * socket). */
+static unsigned kernel_poll(const struct rs_epreg *g, struct rs_esock *t, uint32_t events)
+{
+	int pfd = g->fd;
+	if (rs_fd_peek(pfd) != g->s)
+		pfd = rs_fd_peek(t->fd) == g->s ? t->fd : -1;
+	struct pollfd p = { pfd, (short)(events & 0xffff), 0 };
+	if (pfd >= 0 && rs_syscall(SYS_poll, &p, 1, 0) == 1 && !(p.revents & POLLNVAL))
+		return (unsigned)p.revents;
+	return 0;
+}
+
 /* What g's socket is ready for now, from engine state, or 0: nothing to
  * report this time.  A socket another thread's ring serves goes into
  * foreign[0..*nforeign), its fd into fds (up to 8), to detach; one in
  * hand-over sets *transient (look again soon).  g goes back on the ready
  * list where it must be looked at again.  *whole: the answer is the
  * socket's whole state (this thread's engine socket, no hang-up of the
- * kernel's waiting for a receive to end), so that nothing ready means an
- * edge has nothing to report.  Called with ep->lock held. */
+ * kernel's waiting for a receive to end; or a detached socket, the
+ * kernel asked), so that nothing ready means an edge has nothing to
+ * report.  Called with ep->lock held. */
 static unsigned reg_ready(struct rs_ep *ep, struct rs_epreg *g, struct rs_ring *r, struct rs_sock **foreign,
 			  int *nforeign, int *fds, int *transient, int *whole)
 {
@@ -90,23 +106,23 @@ static unsigned reg_ready(struct rs_ep *ep, struct rs_epreg *g, struct rs_ring *
 		*whole = !(RS_LOAD(t->k_hup) && t->recv_armed);
 	} else if ((held = rs_esock_held_events(t)) != 0) {
 		/* held after detaching: bytes, or an error taken from the
-		 * kernel */
+		 * kernel, and what the kernel says of the socket meanwhile
+		 * (EPOLLPRI, EPOLLOUT...), in the same event, as one kernel
+		 * registration reports it.  For a registration still the
+		 * engine's (the socket in hand-over) all but room, the
+		 * engine's until it is done: its reset or hang-up, whose
+		 * kernel event the engine took, is there. */
 		ready = (held & EPOLLIN ? EPOLLIN | EPOLLRDNORM : 0) | (held & EPOLLERR);
-		if (!g->engine) {
-			/* and what the kernel says of the socket meanwhile
-			 * (EPOLLPRI, EPOLLOUT...), in the same event, as one
-			 * kernel registration reports it: through a
-			 * descriptor that is still this socket's (the
-			 * registered number may have been closed and reused
-			 * for another socket; the registration follows the
-			 * open socket) */
-			int pfd = g->fd;
-			if (rs_fd_peek(pfd) != g->s)
-				pfd = rs_fd_peek(t->fd) == g->s ? t->fd : -1;
-			struct pollfd p = { pfd, (short)(g->events & 0xffff), 0 };
-			if (pfd >= 0 && rs_syscall(SYS_poll, &p, 1, 0) == 1 && !(p.revents & POLLNVAL))
-				ready |= (unsigned)p.revents;
-		}
+		ready |= kernel_poll(g, t, g->engine ? g->events & ~(uint32_t)(EPOLLOUT | EPOLLWRNORM | EPOLLWRBAND)
+						   : g->events);
+		*whole = mode == RS_ES_DETACHED;
+	} else if (mode == RS_ES_DETACHED && g->kedge) {
+		/* Nothing held, but a reset or hang-up whose kernel event the
+		 * engine took before the socket left it, and which no
+		 * EPOLL_CTL_MOD at the detach had the kernel report again:
+		 * the kernel's state is the answer. */
+		ready = kernel_poll(g, t, g->events);
+		*whole = 1;
 	} else {
 		if (mode == RS_ES_DETACHING) {
 			*transient = 1;
@@ -153,14 +169,14 @@ static int collect(struct rs_ep *ep, struct rs_ring *r, struct epoll_event *evs,
 			 * kept the edge of its EPOLL_CTL_ADD, and the next
 			 * push for another reason (SO_RCVLOWAT set, seed
 			 * 26202643) reported its state as a new edge. */
-			g->edge = 0;
+			g->edge = g->kedge = 0;
 		if (!ev || g->disabled || (et && !g->edge))
 			continue;
 		int was = n;
 		n = report(evs, n, g, round, ev);
 		if (clk && n > was && was < RS_EP_ORDER)
 			clk[was] = g->ready_clock;
-		g->edge = 0;
+		g->edge = g->kedge = 0;
 		if (g->events & EPOLLONESHOT)
 			g->disabled = 1;
 		else if (!et) {
@@ -311,6 +327,7 @@ static uint32_t engine_sock_event(struct rs_ep *ep, struct rs_epreg *g, uint32_t
 		if (!rs_epr_kernel_input(g)) {
 			rs_mutex_lock(&ep->lock);
 			g->edge = 1;
+			g->kedge = 1; /* (taken from the kernel: see reg_ready) */
 			rs_epr_ready_push(ep, g);
 			rs_mutex_unlock(&ep->lock);
 		}

@@ -41,6 +41,9 @@ struct rs_epreg {
 				  * s->regs until pruned (set under the ctl
 				  * lock and the set's lock) */
 	uint8_t kout;            /* the kernel watches EPOLLOUT (engine socket) */
+	uint8_t kedge;           /* edge stands for a kernel ERR/HUP event the
+				  * engine took and has not reported (ep.c
+				  * engine_sock_event; ep->lock) */
 	uint8_t end_told;        /* a kernel event told the program of the
 				  * socket's input end (EPOLLRDHUP) through it
 				  * since its last ADD or MOD: the peer's FIN,

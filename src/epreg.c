@@ -462,8 +462,13 @@ void rs_ep_sock_detached(struct rs_esock *e)
 		 * socket whose input it reported: EPOLL_CTL_MOD polls anew,
 		 * and would report an edge-triggered registration's input a
 		 * second time.) */
-		if (g->kev != ev)
+		if (g->kev != ev) {
 			engine_mod(g, ev);
+			/* (the kernel polls anew and reports its state) */
+			rs_mutex_lock(&g->ep->lock);
+			g->kedge = 0;
+			rs_mutex_unlock(&g->ep->lock);
+		}
 	}
 	rs_mutex_unlock(&rs_ep_ctl_lock);
 	/* Leaving the engine is no event of the socket's: each set looks at it
