@@ -109,20 +109,24 @@ static unsigned reg_ready(struct rs_ep *ep, struct rs_epreg *g, struct rs_ring *
 		 * kernel, and what the kernel says of the socket meanwhile
 		 * (EPOLLPRI, EPOLLOUT...), in the same event, as one kernel
 		 * registration reports it.  For a registration still the
-		 * engine's (the socket in hand-over) all but room, the
-		 * engine's until it is done: its reset or hang-up, whose
-		 * kernel event the engine took, is there. */
+		 * engine's (the socket in hand-over), only when its edge
+		 * stands for a reset or hang-up whose kernel event the engine
+		 * took (kedge; otherwise that event is still the kernel's to
+		 * report, and a poll here would report it twice), all but
+		 * room, the engine's until it is done. */
 		ready = (held & EPOLLIN ? EPOLLIN | EPOLLRDNORM : 0) | (held & EPOLLERR);
-		ready |= kernel_poll(g, t, g->engine ? g->events & ~(uint32_t)(EPOLLOUT | EPOLLWRNORM | EPOLLWRBAND)
-						   : g->events);
-		*whole = mode == RS_ES_DETACHED;
+		if (!g->engine)
+			ready |= kernel_poll(g, t, g->events);
+		else if (g->kedge)
+			ready |= kernel_poll(g, t, g->events & ~(uint32_t)(EPOLLOUT | EPOLLWRNORM | EPOLLWRBAND));
+		*whole = mode == RS_ES_DETACHED && !g->engine;
 	} else if (mode == RS_ES_DETACHED && g->kedge) {
 		/* Nothing held, but a reset or hang-up whose kernel event the
 		 * engine took before the socket left it, and which no
 		 * EPOLL_CTL_MOD at the detach had the kernel report again:
 		 * the kernel's state is the answer. */
 		ready = kernel_poll(g, t, g->events);
-		*whole = 1;
+		*whole = !g->engine;
 	} else {
 		if (mode == RS_ES_DETACHING) {
 			*transient = 1;

@@ -74,6 +74,7 @@ static long reg_mod(struct rs_ep *ep, int fd, struct rs_sock *s, struct rs_epreg
 	rs_mutex_lock(&ep->lock);
 	g->disabled = 0;
 	g->end_told = 0;
+	g->kedge = 0; /* (the kernel polls anew) */
 	g->edge = 1;
 	rs_epr_ready_push(ep, g);
 	rs_mutex_unlock(&ep->lock);

@@ -261,10 +261,11 @@ long rs_epr_ctl(struct rs_epreg *g, int op, uint32_t events)
 
 /* An edge-triggered registration is renewed by the engine (not by the
  * program): it can report the socket's readiness once more than the
- * kernel path would (ep_rearms; ringsock(7), epoll). */
-static void count_rearm(const struct rs_epreg *g, uint32_t watched)
+ * kernel path would (ep_rearms; ringsock(7), epoll), whatever events it
+ * watches (ERR and HUP are always among them). */
+static void count_rearm(const struct rs_epreg *g)
 {
-	if ((g->events & EPOLLET) && (watched & ~(uint32_t)(EPOLLET | EPOLLONESHOT)))
+	if (g->events & EPOLLET)
 		rs_stat_add(RS_C_EP_REARMS, 1);
 }
 
@@ -277,10 +278,10 @@ static void count_rearm(const struct rs_epreg *g, uint32_t watched)
  * watch dropped (a fork child's shutdown, say) would make the same edge
  * on the kernel path, and nothing tells the two apart without a look at
  * the kernel's set after every report. */
-static void engine_mod(struct rs_epreg *g, uint32_t events)
+static long engine_mod(struct rs_epreg *g, uint32_t events)
 {
-	count_rearm(g, events);
-	rs_epr_ctl(g, EPOLL_CTL_MOD, events);
+	count_rearm(g);
+	return rs_epr_ctl(g, EPOLL_CTL_MOD, events);
 }
 
 /* Make the kernel watch what rs_epr_kernel_events says, unless it watches that
@@ -405,7 +406,7 @@ void rs_ep_sock_armed(struct rs_esock *e)
 			g->edge = 1; /* (the engine's report stands for one the
 				      * kernel may have queued: counted as a
 				      * renewal) */
-			count_rearm(g, g->events);
+			count_rearm(g);
 		}
 		rs_epr_ready_push(g->ep, g);
 		rs_mutex_unlock(&g->ep->lock);
@@ -462,8 +463,7 @@ void rs_ep_sock_detached(struct rs_esock *e)
 		 * socket whose input it reported: EPOLL_CTL_MOD polls anew,
 		 * and would report an edge-triggered registration's input a
 		 * second time.) */
-		if (g->kev != ev) {
-			engine_mod(g, ev);
+		if (g->kev != ev && engine_mod(g, ev) == 0) {
 			/* (the kernel polls anew and reports its state) */
 			rs_mutex_lock(&g->ep->lock);
 			g->kedge = 0;
