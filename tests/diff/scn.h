@@ -28,6 +28,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <sys/types.h>
@@ -339,6 +340,18 @@ static inline void arm_by_reading(int c, int s)
 		wait_fd(s, POLLIN, 5000);
 		recv(s, buf, sizeof(buf), 0);
 	}
+}
+
+/* epoll_wait(ep, ms) with up to 4 events, its result and each event's
+ * flags printed. */
+static inline void show_epoll(const char *label, int ep, int ms)
+{
+	struct epoll_event ev[4];
+	int n = (int)R(label, epoll_wait(ep, ev, 4, ms));
+	for (int i = 0; i < n; i++)
+		say("  events %s%s%s%s%s%s", ev[i].events & EPOLLIN ? "IN " : "", ev[i].events & EPOLLPRI ? "PRI " : "",
+		    ev[i].events & EPOLLOUT ? "OUT " : "", ev[i].events & EPOLLRDHUP ? "RDHUP " : "",
+		    ev[i].events & EPOLLERR ? "ERR " : "", ev[i].events & EPOLLHUP ? "HUP" : "");
 }
 
 /* Deterministic pattern bytes. */

@@ -11,16 +11,6 @@
 #include "../scn.h"
 #include <sys/epoll.h>
 
-static void show_wait(const char *label, int ep, int ms)
-{
-	struct epoll_event ev[4];
-	int n = (int)R(label, epoll_wait(ep, ev, 4, ms));
-	for (int i = 0; i < n; i++)
-		say("  events %s%s%s%s%s", ev[i].events & EPOLLIN ? "IN " : "", ev[i].events & EPOLLOUT ? "OUT " : "",
-		    ev[i].events & EPOLLRDHUP ? "RDHUP " : "", ev[i].events & EPOLLERR ? "ERR " : "",
-		    ev[i].events & EPOLLHUP ? "HUP" : "");
-}
-
 static void run(const char *name, uint32_t events)
 {
 	say("-- %s", name);
@@ -40,8 +30,8 @@ static void run(const char *name, uint32_t events)
 	int ep = epoll_create1(0);
 	struct epoll_event e = { .events = events, .data.u64 = 0 };
 	R("ADD", epoll_ctl(ep, EPOLL_CTL_ADD, s, &e));
-	show_wait("the state, once", ep, 0);
-	show_wait("nothing more", ep, 0);
+	show_epoll("the state, once", ep, 0);
+	show_epoll("nothing more", ep, 0);
 	char b[8];
 	R("read", recv(s, b, sizeof(b), 0));
 	R("read", recv(s, b, sizeof(b), 0));

@@ -16,15 +16,6 @@
 #include <netinet/tcp.h>
 #include <sys/epoll.h>
 
-static void show_wait(const char *label, int ep, int ms)
-{
-	struct epoll_event ev[4];
-	int n = (int)R(label, epoll_wait(ep, ev, 4, ms));
-	for (int i = 0; i < n; i++)
-		say("  events %s%s%s%s", ev[i].events & EPOLLIN ? "IN " : "", ev[i].events & EPOLLRDHUP ? "RDHUP " : "",
-		    ev[i].events & EPOLLERR ? "ERR " : "", ev[i].events & EPOLLHUP ? "HUP" : "");
-}
-
 /* Until the kernel has the peer's FIN (TCP_INFO's state: CLOSE_WAIT). */
 static void fin_arrived(int s)
 {
@@ -51,18 +42,18 @@ int main(void)
 	R("peer writes", send(c, "abcdefgh", 8, 0));
 	R("peer shuts down", shutdown(c, SHUT_WR));
 	fin_arrived(s);
-	show_wait("set 1", ep1, 5000);
+	show_epoll("set 1", ep1, 5000);
 	char b[8];
 	for (int i = 0; i < 4; i++)
 		show("read 2", b, R("read", recv(s, b, 2, 0)));
 	/* (the engine's receive, armed by now, meets the FIN) */
 	msleep(50);
-	show_wait("set 2: the end, once", ep2, 5000);
-	show_wait("set 2: no more", ep2, 0);
-	show_wait("set 1: no more", ep1, 0);
+	show_epoll("set 2: the end, once", ep2, 5000);
+	show_epoll("set 2: no more", ep2, 0);
+	show_epoll("set 1: no more", ep1, 0);
 	R("read: the end", recv(s, b, sizeof(b), 0));
-	show_wait("set 1: still none", ep1, 0);
-	show_wait("set 2: still none", ep2, 0);
+	show_epoll("set 1: still none", ep1, 0);
+	show_epoll("set 2: still none", ep2, 0);
 	close(ep1);
 	close(ep2);
 	close(keep);

@@ -18,15 +18,6 @@
 
 static int c, s, ep, go_a[2], ready_a[2];
 
-static void show_wait(const char *label, int ep, int ms)
-{
-	struct epoll_event ev[4];
-	int n = (int)R(label, epoll_wait(ep, ev, 4, ms));
-	for (int i = 0; i < n; i++)
-		say("  events %s%s%s%s", ev[i].events & EPOLLIN ? "IN " : "", ev[i].events & EPOLLOUT ? "OUT " : "",
-		    ev[i].events & EPOLLERR ? "ERR " : "", ev[i].events & EPOLLHUP ? "HUP" : "");
-}
-
 static void *thread_a(void *arg)
 {
 	(void)arg;
@@ -49,7 +40,7 @@ static void *thread_a(void *arg)
 	/* blocked where the library cannot see */
 	if (read(go_a[0], &x, 1) != 1)
 		die("read");
-	show_wait("A: nothing more", ep, 300);
+	show_epoll("A: nothing more", ep, 300);
 	return NULL;
 }
 
@@ -63,15 +54,15 @@ int main(void)
 	char x;
 	if (read(ready_a[0], &x, 1) != 1)
 		die("read");
-	show_wait("the hang-up, at once", ep, 3000);
+	show_epoll("the hang-up, at once", ep, 3000);
 	if (write(go_a[1], "g", 1) != 1)
 		die("write");
 	pthread_join(a, NULL);
-	show_wait("still nothing", ep, 0);
+	show_epoll("still nothing", ep, 0);
 	char b[32];
 	show("read the held bytes", b, R("read", recv(s, b, sizeof(b), 0)));
 	R("read the end", recv(s, b, sizeof(b), 0));
-	show_wait("nothing after reading", ep, 0);
+	show_epoll("nothing after reading", ep, 0);
 	close(ep);
 	close(c);
 	close(s);

@@ -13,15 +13,6 @@
 #include <sys/epoll.h>
 #include <sys/wait.h>
 
-static void show_wait(const char *label, int ep, int ms)
-{
-	struct epoll_event ev[4];
-	int n = (int)R(label, epoll_wait(ep, ev, 4, ms));
-	for (int i = 0; i < n; i++)
-		say("  events %s%s%s%s", ev[i].events & EPOLLIN ? "IN " : "", ev[i].events & EPOLLOUT ? "OUT " : "",
-		    ev[i].events & EPOLLERR ? "ERR " : "", ev[i].events & EPOLLHUP ? "HUP" : "");
-}
-
 int main(void)
 {
 	int c, s;
@@ -40,17 +31,17 @@ int main(void)
 	int ep = epoll_create1(0);
 	struct epoll_event e = { .events = EPOLLET, .data.u64 = 0 };
 	R("ADD with EPOLLET alone", epoll_ctl(ep, EPOLL_CTL_ADD, s, &e));
-	show_wait("nothing yet", ep, 0);
+	show_epoll("nothing yet", ep, 0);
 	struct linger lg = { 1, 0 };
 	R("peer: SO_LINGER 0", setsockopt(c, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg)));
 	R("peer resets", close(c));
-	show_wait("the reset", ep, 5000);
+	show_epoll("the reset", ep, 5000);
 	int one = 1;
 	R("SO_RCVLOWAT 1", setsockopt(s, SOL_SOCKET, SO_RCVLOWAT, &one, sizeof(one)));
-	show_wait("nothing more", ep, 0);
+	show_epoll("nothing more", ep, 0);
 	char b[200];
 	show("read the held bytes", b, R("read", recv(s, b, sizeof(b), 0)));
-	show_wait("still nothing", ep, 0);
+	show_epoll("still nothing", ep, 0);
 	close(ep);
 	close(s);
 	return 0;

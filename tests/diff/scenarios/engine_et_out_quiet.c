@@ -9,15 +9,6 @@
 #include "../scn.h"
 #include <sys/epoll.h>
 
-static void show_wait(const char *label, int ep, int ms)
-{
-	struct epoll_event ev[4];
-	int n = (int)R(label, epoll_wait(ep, ev, 4, ms));
-	for (int i = 0; i < n; i++)
-		say("  events %s%s%s%s", ev[i].events & EPOLLIN ? "IN " : "", ev[i].events & EPOLLOUT ? "OUT " : "",
-		    ev[i].events & EPOLLERR ? "ERR " : "", ev[i].events & EPOLLHUP ? "HUP" : "");
-}
-
 static char chunk[16384], got[16384];
 
 static void run(const char *name, uint32_t events)
@@ -30,8 +21,8 @@ static void run(const char *name, uint32_t events)
 	int ep = epoll_create1(0);
 	struct epoll_event e = { .events = events, .data.u64 = 0 };
 	R("ADD", epoll_ctl(ep, EPOLL_CTL_ADD, s, &e));
-	show_wait("first wait", ep, 5000);
-	show_wait("nothing new", ep, 0);
+	show_epoll("first wait", ep, 5000);
+	show_epoll("nothing new", ep, 0);
 	long total = 0;
 	for (int i = 0; i < 40; i++) {
 		fill_pattern(chunk, sizeof(chunk), (unsigned)i);
@@ -42,14 +33,14 @@ static void run(const char *name, uint32_t events)
 	}
 	say("received %ld bytes", total);
 	if (events & EPOLLIN) {
-		show_wait("after the input (read)", ep, 0);
+		show_epoll("after the input (read)", ep, 0);
 		R("peer sends", send(c, "x", 1, 0));
-		show_wait("new input", ep, 5000);
+		show_epoll("new input", ep, 5000);
 		R("read", recv(s, got, sizeof(got), 0));
 	} else {
-		show_wait("after the input", ep, 0);
+		show_epoll("after the input", ep, 0);
 	}
-	show_wait("again", ep, 0);
+	show_epoll("again", ep, 0);
 	close(ep);
 	close(keep);
 	close(c);

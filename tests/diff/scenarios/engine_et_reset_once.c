@@ -12,15 +12,6 @@
 #include "../scn.h"
 #include <sys/epoll.h>
 
-static void show_wait(const char *label, int ep, int ms)
-{
-	struct epoll_event ev[4];
-	int n = (int)R(label, epoll_wait(ep, ev, 4, ms));
-	for (int i = 0; i < n; i++)
-		say("  events %s%s%s%s", ev[i].events & EPOLLIN ? "IN " : "", ev[i].events & EPOLLOUT ? "OUT " : "",
-		    ev[i].events & EPOLLERR ? "ERR " : "", ev[i].events & EPOLLHUP ? "HUP" : "");
-}
-
 static void run(const char *name, int wait_first)
 {
 	say("-- %s", name);
@@ -32,14 +23,14 @@ static void run(const char *name, int wait_first)
 	struct epoll_event e = { .events = EPOLLIN | EPOLLET, .data.u64 = 0 };
 	R("ADD IN|ET", epoll_ctl(ep, EPOLL_CTL_ADD, s, &e));
 	if (wait_first)
-		show_wait("before the peer sends", ep, 0);
+		show_epoll("before the peer sends", ep, 0);
 	R("peer sends", send(c, "abcdefgh", 8, MSG_NOSIGNAL));
 	say("peer: reset %s", wait_fd(c, POLLIN, 5000) & POLLERR ? "seen" : "not seen");
-	show_wait("after the reset", ep, 0);
+	show_epoll("after the reset", ep, 0);
 	char b[8];
 	R("recv WAITALL", recv(s, b, 7, MSG_WAITALL));
-	show_wait("after the read", ep, 0);
-	show_wait("again", ep, 0);
+	show_epoll("after the read", ep, 0);
+	show_epoll("again", ep, 0);
 	close(ep);
 	close(keep);
 	close(c);

@@ -12,15 +12,6 @@
 #include <sys/epoll.h>
 #include <sys/wait.h>
 
-static void show_wait(const char *label, int ep, int ms)
-{
-	struct epoll_event ev[4];
-	int n = (int)R(label, epoll_wait(ep, ev, 4, ms));
-	for (int i = 0; i < n; i++)
-		say("  events %s%s%s%s", ev[i].events & EPOLLIN ? "IN " : "", ev[i].events & EPOLLOUT ? "OUT " : "",
-		    ev[i].events & EPOLLERR ? "ERR " : "", ev[i].events & EPOLLHUP ? "HUP" : "");
-}
-
 int main(void)
 {
 	int c, s;
@@ -34,7 +25,7 @@ int main(void)
 	int ep = epoll_create1(0);
 	struct epoll_event e = { .events = EPOLLIN | EPOLLOUT | EPOLLET, .data.u64 = 0 };
 	R("ADD", epoll_ctl(ep, EPOLL_CTL_ADD, s, &e));
-	show_wait("the first edge", ep, 5000);
+	show_epoll("the first edge", ep, 5000);
 	char b[100];
 	show("read 100", b, R("read", recv(s, b, sizeof(b), 0)));
 	/* (the engine's receive, armed, reads the other 900 ahead) */
@@ -47,7 +38,7 @@ int main(void)
 	 * (sk_write_space): an edge of room, with no send */
 	int sz = 262144;
 	R("SO_SNDBUF", setsockopt(s, SOL_SOCKET, SO_SNDBUF, &sz, sizeof(sz)));
-	show_wait("room: the edge carries the unread input", ep, 5000);
+	show_epoll("room: the edge carries the unread input", ep, 5000);
 	char rest[2000];
 	show("read the rest", rest, R("read", recv(s, rest, sizeof(rest), 0)));
 	close(ep);
