@@ -245,10 +245,14 @@ static int send_to_kernel(struct rs_tcp *t, size_t total)
 	 * kernel has seen fails the send. */
 	/* And the rest of a large send the kernel took only part of, or a
 	 * smaller send right after a large one (a bulk writer's): nothing to
-	 * merge it with. */
+	 * merge it with.  And a signal handler's: the call it interrupted
+	 * may be the kernel's own blocking one, which SA_RESTART resumes
+	 * without coming back to the library, and queued bytes would then
+	 * wait for the watchdog (seed 29000040: a handler's send to the peer
+	 * the interrupted recv waited on). */
 	return !t->tx_cnt && !t->send_inflight &&
 	       ((direct && total >= direct) || RS_LOAD(t->e.kfull) || !t->sent || t->rx_eof ||
-		RS_LOAD(t->e.k_hup) || pp || alone || shared || t->tx_bulk);
+		RS_LOAD(t->e.k_hup) || pp || alone || shared || t->tx_bulk || rs_in_handler);
 }
 
 /* ---- room in the kernel's send buffer ----------------------------------
