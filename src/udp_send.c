@@ -350,7 +350,11 @@ static int connected(struct rs_sock *s)
 static int queueable(struct rs_udp *u, const struct iovec *iov, int n, int flags, const void *name,
 		     socklen_t namelen, struct sockaddr_in6 *nn, int *nl, size_t *len, unsigned *gso_max)
 {
+	/* (a signal handler's send is the kernel's, after what is queued:
+	 * the call the handler interrupted may be the kernel's own, which
+	 * SA_RESTART resumes without coming back to flush; see tcp_send.c) */
 	if (!rs_rt.cfg.v[RS_K_UDP_SEND_BATCH] || (flags & ~(MSG_DONTWAIT | MSG_NOSIGNAL)) || u->tx_kernel ||
+	    rs_in_handler ||
 	    u->corked || RS_LOAD(u->e.kfull) ||
 	    u->e.mode != RS_ES_ARMED || u->e.owner != rs_ring_tls || u->e.closing || u->shared || n < 0 ||
 	    n > IOV_MAX || connected(u->e.sock))
