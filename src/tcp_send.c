@@ -453,6 +453,8 @@ ssize_t rs_tcp_send(struct rs_tcp *t, const struct iovec *iov, int iovcnt, int f
 		if (t->e.drain || t->tx_bytes >= t->tx_limit)
 			return -EAGAIN;
 	}
+	if (rs_in_handler && (t->tx_cnt || t->send_inflight))
+		rs_tcp_tx_submit_now(t); /* (a handler's send: see send_to_kernel) */
 	if (send_to_kernel(t, total))
 		return send_direct(t, iov, iovcnt, total, flags);
 	size_t room = t->tx_limit - t->tx_bytes;
