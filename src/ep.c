@@ -100,7 +100,8 @@ static unsigned reg_ready(struct rs_ep *ep, struct rs_epreg *g, struct rs_ring *
 	}
 	unsigned ready;
 	unsigned held;
-	if (g->engine && o == r && mode == RS_ES_ARMED) {
+	int engine = RS_LOAD(g->engine); /* (written under the ctl lock) */
+	if (engine && o == r && mode == RS_ES_ARMED) {
 		ready = rs_esock_readiness(t);
 		/* (the kernel's reset or hang-up shows once the receive ends) */
 		*whole = !(RS_LOAD(t->k_hup) && t->recv_armed);
@@ -115,18 +116,18 @@ static unsigned reg_ready(struct rs_ep *ep, struct rs_epreg *g, struct rs_ring *
 		 * report, and a poll here would report it twice), all but
 		 * room, the engine's until it is done. */
 		ready = (held & EPOLLIN ? EPOLLIN | EPOLLRDNORM : 0) | (held & EPOLLERR);
-		if (!g->engine)
+		if (!engine)
 			ready |= kernel_poll(g, t, g->events);
 		else if (g->kedge)
 			ready |= kernel_poll(g, t, g->events & ~(uint32_t)(EPOLLOUT | EPOLLWRNORM | EPOLLWRBAND));
-		*whole = mode == RS_ES_DETACHED && !g->engine;
+		*whole = mode == RS_ES_DETACHED && !engine;
 	} else if (mode == RS_ES_DETACHED && g->kedge) {
 		/* Nothing held, but a reset or hang-up whose kernel event the
 		 * engine took before the socket left it, and which no
 		 * EPOLL_CTL_MOD at the detach had the kernel report again:
 		 * the kernel's state is the answer. */
 		ready = kernel_poll(g, t, g->events);
-		*whole = !g->engine;
+		*whole = !engine;
 	} else {
 		if (mode == RS_ES_DETACHING) {
 			*transient = 1;
@@ -418,7 +419,7 @@ static int translate(struct rs_ep *ep, struct epoll_event *evs, long k, struct r
 			rd->wake = 1;
 			continue;
 		}
-		if (g->engine) {
+		if (RS_LOAD(g->engine)) { /* (written under the ctl lock) */
 			rd->wake = 1; /* HUP/ERR edge of an engine socket */
 			e.events = engine_sock_event(ep, g, e.events);
 			if (!e.events)

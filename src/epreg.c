@@ -398,7 +398,7 @@ void rs_ep_sock_armed(struct rs_esock *e)
 	rs_mutex_lock(&rs_ep_ctl_lock);
 	rs_epr_prune(e->sock);
 	for (struct rs_epreg *g = e->sock->regs; g; g = g->sock_next) {
-		g->engine = 1;
+		RS_STORE(g->engine, 1); /* (read by waits without the ctl lock) */
 		int moved = rs_epr_sync(g);
 		int same = !moved && rs_epr_kernel_input(g) && g->kev == rs_epr_kernel_events(g);
 		rs_mutex_lock(&g->ep->lock);
@@ -455,7 +455,7 @@ void rs_ep_sock_detached(struct rs_esock *e)
 {
 	rs_mutex_lock(&rs_ep_ctl_lock);
 	for (struct rs_epreg *g = e->sock->regs; g; g = g->sock_next) {
-		g->engine = 0;
+		RS_STORE(g->engine, 0);
 		if (g->gone)
 			continue;
 		uint32_t ev = detached_events(g);
