@@ -303,7 +303,15 @@ static int ring_setup(void)
 			dr.nslots = (int)want;
 			break;
 		}
-	int adopted = dr.nslots ? rs_fdguard_adopt(dr.ring.ring_fd, &dr.ring.ring_fd) : -1;
+	/* With no slot (RLIMIT_NOFILE under 128) the thread still runs, for
+	 * the watchdog: without it, sends queued by a thread that then blocks
+	 * where the library cannot see (pthread_join, a futex) would wait for
+	 * good.  Jobs then fail to start (rs_drain_start), and the rest of a
+	 * send to a full socket waits for its thread's next call. */
+	if (!dr.nslots)
+		rs_info("the drain thread has no file slots (RLIMIT_NOFILE too low): sends to a full "
+			"socket finish when their thread next waits for the engine");
+	int adopted = rs_fdguard_adopt(dr.ring.ring_fd, &dr.ring.ring_fd);
 	rs_foreign_making(-1);
 	if (adopted < 0)
 		goto fail;
@@ -331,10 +339,11 @@ static int start(void)
 {
 	if (dr.state)
 		return dr.state;
-	dr.state = -1;
+	__atomic_store_n(&dr.state, -1, __ATOMIC_RELAXED);
 	if (ring_setup() < 0) {
-		rs_info("the drain thread could not start (RLIMIT_NOFILE too low for its file slots, or no "
-			"io_uring); sends to a full socket finish when their thread next waits for the engine");
+		rs_info("the drain thread could not start (no io_uring, or no descriptor for its ring); "
+			"sends are not queued, and the rest of a send to a full socket finishes when its "
+			"thread next waits for the engine");
 		return -1;
 	}
 	sigset_t all, old;
@@ -344,19 +353,24 @@ static int start(void)
 	pthread_attr_setstacksize(&attr, 64 * 1024);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
 	dr.stop = 0;
-	int e = pthread_create(&dr.th, &attr, drain_main, NULL);
+	int e = rs_fault(RS_FAULT_NO_DRAIN) ? EAGAIN : pthread_create(&dr.th, &attr, drain_main, NULL);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	pthread_attr_destroy(&attr);
 	if (e != 0) {
-		rs_info("the drain thread could not start (no thread); sends to a full socket finish when "
-			"their thread next waits for the engine");
+		rs_info("the drain thread could not start (no thread); sends are not queued, and the rest "
+			"of a send to a full socket finishes when its thread next waits for the engine");
 		return -1;
 	}
-	dr.state = 1;
+	__atomic_store_n(&dr.state, 1, __ATOMIC_RELAXED);
 	return 1;
 }
 
 /* ---- the engine's side ------------------------------------------------------ */
+
+int rs_drain_watching(void)
+{
+	return __atomic_load_n(&dr.state, __ATOMIC_RELAXED) == 1;
+}
 
 void rs_drain_watch(void (*watchdog)(void))
 {
@@ -474,7 +488,7 @@ static void stop(void)
 	pthread_join(dr.th, NULL);
 	/* (under the lock: another thread's rs_drain_watch reads the state) */
 	rs_mutex_lock(&dr.lock);
-	dr.state = 0;
+	__atomic_store_n(&dr.state, 0, __ATOMIC_RELAXED);
 	dr.restart = 1;
 	rs_mutex_unlock(&dr.lock);
 }
@@ -514,7 +528,7 @@ void rs_drain_after_fork(int child)
 		rs_fdguard_release(dr.ring.ring_fd);
 	}
 	dr.ring_ok = 0;
-	dr.state = 0;
+	__atomic_store_n(&dr.state, 0, __ATOMIC_RELAXED);
 	dr.evfd = -1;
 	dr.incoming = dr.all = NULL;
 	dr.running = 0;

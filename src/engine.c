@@ -84,7 +84,7 @@ static void ring_watchdog(void)
 		return;
 	struct rs_ring *all = rs_rings();
 	for (struct rs_ring *r = all; r; r = r->all_next) {
-		if (rs_ring_trylock(r) != 0)
+		if (rs_fault(RS_FAULT_WATCHDOG) || rs_ring_trylock(r) != 0)
 			continue; /* its owner is running engine code */
 		if (!__atomic_load_n(&r->dead, __ATOMIC_ACQUIRE) && r->txq &&
 		    r->prepare_seq == r->watch_seq) {

@@ -407,6 +407,9 @@ void rs_drain_unnotify(struct rs_drain_job *j);  /* its owner ring goes away */
 int rs_drain_wait_all(int timeout_ms);           /* 0 or -ETIME */
 void rs_drain_watch(void (*watchdog)(void)); /* start the thread; it runs watchdog
 					       * every RS_WATCH_MS */
+int rs_drain_watching(void);   /* the thread runs (its watchdog flushes the sends
+				* of a thread blocked where the library cannot see):
+				* without it, no send is queued */
 void rs_drain_stop(void);      /* exit, exec: end the thread once idle */
 void rs_drain_before_fork(void);
 void rs_drain_after_fork(int child);
@@ -466,6 +469,9 @@ enum {
 	RS_FAULT_SETUP_SIGNAL, /* a thread's ring half made (its io_uring open,
 			       * not yet the engine's): the test library
 			       * raises SIGALRM there, as a timer can */
+	RS_FAULT_NO_DRAIN,    /* the drain thread cannot start (no thread) */
+	RS_FAULT_WATCHDOG,    /* the watchdog finds every ring busy (its owner
+			       * in engine code), so it sends nothing */
 };
 __attribute__((weak, visibility("default"))) int ringsock_test_fault(int site);
 static inline int rs_fault(int site)

@@ -4,7 +4,7 @@
  * RS_FAULT=SITE:N injects at every Nth time the engine reaches SITE
  * (engine_int.h, RS_FAULT_*): setup, enter, short_send, cancel, buf_hold,
  * no_sqe, rx_nomem, stale, stuck, setup_signal (no failure: SIGALRM is
- * raised there, on the thread making its ring).  The engine asks through
+ * raised there, on the thread making its ring), no_drain, watchdog.  The engine asks through
  * the weak symbol ringsock_test_fault; without this library loaded it is
  * never called.
  */
@@ -22,6 +22,7 @@ static const struct { const char *name; int site; } sites[] = {
 	{ "buf_hold", RS_FAULT_BUF_HOLD },   { "no_sqe", RS_FAULT_NO_SQE },
 	{ "rx_nomem", RS_FAULT_RX_NOMEM },  { "stale", RS_FAULT_STALE },
 	{ "stuck", RS_FAULT_STUCK },          { "setup_signal", RS_FAULT_SETUP_SIGNAL },
+	{ "no_drain", RS_FAULT_NO_DRAIN },    { "watchdog", RS_FAULT_WATCHDOG },
 };
 static int want_site;
 static unsigned long every;

@@ -115,6 +115,22 @@ check "fault-setup_signal: a handler's send during a ring's making, as plain ($(
 	cmp -s "$TMP/setup_signal.plain" "$TMP/setup_signal.fault"
 check "fault-setup_signal: the signal was raised there ($(tail -1 "$TMP/setup_signal.err"))" \
 	grep -q "injected=[1-9]" "$TMP/setup_signal.err"
+# Queued sends and a thread that blocks where the library cannot see.
+# no_drain: the drain thread cannot start, so nothing may be queued, and a
+# thread that sends and then waits in pthread_join for a thread that waits
+# for those bytes (engine_blocked_join) must not hang.  watchdog: the drain
+# thread's watchdog sends nothing, so only the sends' own rules keep bytes
+# from waiting for ever: a signal handler's send, made during the kernel's
+# own blocking recv that SA_RESTART resumes, leaves at once (TCP and UDP).
+for c in engine_blocked_join:no_drain:1 engine_handler_send:watchdog:1 engine_handler_sendto:watchdog:1; do
+	name=${c%%:*} f=${c#*:}
+	scn=$RS_SCN_DIR/scn_$name
+	timeout -k 5 60 "$scn" >"$TMP/$name.plain" 2>&1
+	RS_FAULT=$f LD_PRELOAD="$RS_FAULTS:$RS_LIB" timeout -k 5 60 "$scn" >"$TMP/$name.fault" 2>"$TMP/$name.err"
+	check "fault-${f%%:*}: $name, as plain ($(tail -1 "$TMP/$name.fault"))" cmp -s "$TMP/$name.plain" "$TMP/$name.fault"
+done
+check "fault-no_drain: the drain thread was refused ($(tail -1 "$TMP/engine_blocked_join.err"))" \
+	grep -q "injected=[1-9]" "$TMP/engine_blocked_join.err"
 check "fault-rx_nomem: received data went through the overflow slots" \
 	test "$(($(stat_sum "$TMP/fault-rx_nomem.srv" rx_overflows) + $(stat_sum "$TMP/fault-rx_nomem.cli" rx_overflows)))" -gt 0
 finish

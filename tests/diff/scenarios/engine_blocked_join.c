@@ -1,0 +1,50 @@
+/* Bytes the engine queued reach a peer that waits for them while the
+ * sending thread blocks where the library cannot see.  The main thread
+ * sends on an engine socket, then waits in pthread_join (a futex: no call
+ * the library makes its own) for a thread that waits, in a blocking recv
+ * of the kernel's, for those very bytes.  The drain thread's watchdog
+ * sends a blocked thread's queue; under RLIMIT_NOFILE 64 the drain thread
+ * once did not start at all (no file slots for its jobs), and the join
+ * waited for ever.  tests/integration/stress.sh runs this also with the
+ * drain thread refused (faults.c no_drain): then nothing may be queued.
+ * ENGINE_MIN_ACCELERATED=1 */
+#include "../scn.h"
+#include <pthread.h>
+#include <sys/resource.h>
+
+static int keep;
+
+static void *peer(void *arg)
+{
+	(void)arg;
+	char b[32];
+	show("peer's blocking recv", b, R("recv", recv(keep, b, sizeof(b), 0)));
+	return NULL;
+}
+
+int main(void)
+{
+	struct rlimit rl;
+	getrlimit(RLIMIT_NOFILE, &rl);
+	rl.rlim_cur = 64; /* (the drain thread has no file slots for jobs) */
+	R("RLIMIT_NOFILE 64", setrlimit(RLIMIT_NOFILE, &rl));
+	int c, s;
+	nb_pair(&c, &s);
+	arm_by_reading(c, s);
+	char b[64];
+	R("send", send(s, "first", 5, 0));
+	wait_fd(c, POLLIN, 5000);
+	show("peer reads", b, R("recv", recv(c, b, sizeof(b), 0)));
+	/* the peer's reads are the kernel's (a second descriptor), blocking */
+	keep = dup(c);
+	close(c);
+	fcntl(keep, F_SETFL, fcntl(keep, F_GETFL) & ~O_NONBLOCK);
+	pthread_t th;
+	if (pthread_create(&th, NULL, peer, NULL))
+		die("pthread_create");
+	R("send", send(s, "for the joined thread", 21, 0));
+	R("pthread_join", pthread_join(th, NULL));
+	close(keep);
+	close(s);
+	return 0;
+}
