@@ -342,6 +342,73 @@ static inline void arm_by_reading(int c, int s)
 	}
 }
 
+/* An engine socket *s whose peer's reads are the kernel's: a connected
+ * pair armed by reading, one send the peer reads, then the peer's end
+ * duplicated (a second descriptor leaves it to the kernel).  Returns the
+ * copy, blocking; the original is closed. */
+static inline int engine_with_kernel_peer(int *s)
+{
+	int c;
+	char b[64];
+	nb_pair(&c, s);
+	arm_by_reading(c, *s);
+	R("send", send(*s, "first", 5, 0));
+	wait_fd(c, POLLIN, 5000);
+	show("peer reads", b, R("recv", recv(c, b, sizeof(b), 0)));
+	int keep = dup(c);
+	close(c);
+	fcntl(keep, F_SETFL, fcntl(keep, F_GETFL) & ~O_NONBLOCK);
+	return keep;
+}
+
+static inline void scn_on_bound(int sig)
+{
+	(void)sig;
+}
+
+/* For a blocking call that follows: a SIGALRM handler with SA_RESTART
+ * runs 50 ms from now, during it, and a bound, SIGUSR1 without
+ * SA_RESTART 3 s from now, ends it with EINTR if it still waits.  Under
+ * TSan (SCN_SANITIZER_SIGNALS), which runs handlers itself at its
+ * interceptors' safe points, not through the library's trampoline (the
+ * library cannot tell it is in a handler), the handler is called here
+ * instead, before the call (same transcript, no signal).  Returns the
+ * bound's timer for handler_timers_off. */
+static inline timer_t handler_timers(void (*on_alarm)(int))
+{
+	struct sigaction su = { 0 };
+	su.sa_handler = scn_on_bound;
+	sigemptyset(&su.sa_mask);
+	R("sigaction USR1", sigaction(SIGUSR1, &su, NULL));
+	timer_t bound;
+	struct sigevent sev = { 0 };
+	sev.sigev_notify = SIGEV_SIGNAL;
+	sev.sigev_signo = SIGUSR1;
+	R("bound timer", timer_create(CLOCK_MONOTONIC, &sev, &bound));
+	struct itimerspec in3 = { { 0, 0 }, { 3, 0 } };
+	R("in 3 s", timer_settime(bound, 0, &in3, NULL));
+	struct sigaction sa = { 0 };
+	sa.sa_handler = on_alarm;
+	sa.sa_flags = SA_RESTART;
+	sigemptyset(&sa.sa_mask);
+	R("sigaction", sigaction(SIGALRM, &sa, NULL));
+	if (getenv("SCN_SANITIZER_SIGNALS")) {
+		R("timer", 0L);
+		on_alarm(SIGALRM);
+	} else {
+		struct itimerval it = { { 0, 0 }, { 0, 50000 } };
+		R("timer", setitimer(ITIMER_REAL, &it, NULL));
+	}
+	return bound;
+}
+
+static inline void handler_timers_off(timer_t bound)
+{
+	struct itimerspec off = { { 0, 0 }, { 0, 0 } };
+	timer_settime(bound, 0, &off, NULL);
+	timer_delete(bound);
+}
+
 /* epoll_wait(ep, ms) with up to 4 events, its result and each event's
  * flags printed. */
 static inline void show_epoll(const char *label, int ep, int ms)

@@ -32,17 +32,8 @@ int main(void)
 	getrlimit(RLIMIT_NOFILE, &rl);
 	rl.rlim_cur = 64; /* (the drain thread has no file slots for jobs) */
 	R("RLIMIT_NOFILE 64", setrlimit(RLIMIT_NOFILE, &rl));
-	int c, s;
-	nb_pair(&c, &s);
-	arm_by_reading(c, s);
-	char b[64];
-	R("send", send(s, "first", 5, 0));
-	wait_fd(c, POLLIN, 5000);
-	show("peer reads", b, R("recv", recv(c, b, sizeof(b), 0)));
-	/* the peer's reads are the kernel's (a second descriptor), blocking */
-	keep = dup(c);
-	close(c);
-	fcntl(keep, F_SETFL, fcntl(keep, F_GETFL) & ~O_NONBLOCK);
+	int s;
+	keep = engine_with_kernel_peer(&s);
 	pthread_t th;
 	if (pthread_create(&th, NULL, peer, NULL))
 		die("pthread_create");

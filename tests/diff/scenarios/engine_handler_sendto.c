@@ -12,9 +12,6 @@
  * the datagram.
  * ENGINE_MIN_ACCELERATED=1 */
 #include "../scn.h"
-#include <signal.h>
-#include <sys/time.h>
-#include <time.h>
 
 static int a;
 static struct sockaddr_in to;
@@ -25,11 +22,6 @@ static void on_alarm(int sig)
 	int e = errno;
 	sendto(a, "from the handler", 16, 0, (struct sockaddr *)&to, sizeof(to));
 	errno = e;
-}
-
-static void on_bound(int sig)
-{
-	(void)sig;
 }
 
 static int udp_bound(void)
@@ -55,40 +47,15 @@ int main(void)
 	char buf[64];
 	/* a receive-type call arms the sender's socket */
 	R("sender's recv (nothing yet)", recv(a, buf, sizeof(buf), 0));
-	/* two sends to the receiver make it a destination the engine queues
-	 * for, datagrams as large as the handler's */
+	/* sends to the receiver (two in a row make it a destination the
+	 * engine queues for), datagrams as large as the handler's */
 	for (int i = 0; i < 3; i++) {
 		R("sendto", sendto(a, "an early one....", 16, 0, (struct sockaddr *)&to, sizeof(to)));
 		show("receiver reads", buf, R("recv", recv(b, buf, sizeof(buf), 0)));
 	}
-	struct sigaction su = { 0 };
-	su.sa_handler = on_bound;
-	sigemptyset(&su.sa_mask);
-	R("sigaction USR1", sigaction(SIGUSR1, &su, NULL));
-	timer_t bound;
-	struct sigevent sev = { 0 };
-	sev.sigev_notify = SIGEV_SIGNAL;
-	sev.sigev_signo = SIGUSR1;
-	R("bound timer", timer_create(CLOCK_MONOTONIC, &sev, &bound));
-	struct itimerspec in3 = { { 0, 0 }, { 3, 0 } }, off = { { 0, 0 }, { 0, 0 } };
-	R("in 3 s", timer_settime(bound, 0, &in3, NULL));
-	struct sigaction sa = { 0 };
-	sa.sa_handler = on_alarm;
-	sa.sa_flags = SA_RESTART;
-	sigemptyset(&sa.sa_mask);
-	R("sigaction", sigaction(SIGALRM, &sa, NULL));
-	if (getenv("SCN_SANITIZER_SIGNALS")) {
-		/* TSan runs handlers itself, outside the library's trampoline
-		 * (see engine_handler_send): the handler is called here. */
-		R("timer", 0L);
-		on_alarm(SIGALRM);
-	} else {
-		struct itimerval it = { { 0, 0 }, { 0, 50000 } };
-		R("timer", setitimer(ITIMER_REAL, &it, NULL));
-	}
+	timer_t bound = handler_timers(on_alarm);
 	show("blocking recvfrom: the handler's datagram", buf, R("recvfrom", recvfrom(b, buf, sizeof(buf), 0, NULL, NULL)));
-	timer_settime(bound, 0, &off, NULL);
-	timer_delete(bound);
+	handler_timers_off(bound);
 	close(b);
 	close(a);
 	return 0;
