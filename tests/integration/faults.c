@@ -4,9 +4,9 @@
  * RS_FAULT=SITE:N injects at every Nth time the engine reaches SITE
  * (engine_int.h, RS_FAULT_*): setup, enter, short_send, cancel, buf_hold,
  * no_sqe, rx_nomem, stale, stuck, setup_signal (no failure: SIGALRM is
- * raised there, on the thread making its ring), no_drain, watchdog.  The engine asks through
- * the weak symbol ringsock_test_fault; without this library loaded it is
- * never called.
+ * raised there, on the thread making its ring), no_drain, watchdog.  The
+ * engine asks through the weak symbol ringsock_test_fault; without this
+ * library loaded it is never called.
  */
 #include <signal.h>
 #include <stdatomic.h>
