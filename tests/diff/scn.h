@@ -188,6 +188,16 @@ static inline void udp_pair(int *a, int *b, struct sockaddr_in *aaddr, int conne
 		die("udp connect");
 }
 
+/* A UDP socket bound to an ephemeral port on 127.0.0.1. */
+static inline int udp_bound(void)
+{
+	int s = socket(AF_INET, SOCK_DGRAM, 0);
+	struct sockaddr_in l = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	if (s < 0 || bind(s, (struct sockaddr *)&l, sizeof(l)))
+		die("udp socket");
+	return s;
+}
+
 static inline void msleep(int ms)
 {
 	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };

@@ -118,11 +118,11 @@ check "fault-setup_signal: the signal was raised there ($(tail -1 "$TMP/setup_si
 # Queued sends and a thread that blocks where the library cannot see.
 # no_drain: the drain thread cannot start, so nothing may be queued, and a
 # thread that sends and then waits in pthread_join for a thread that waits
-# for those bytes (engine_blocked_join) must not hang.  watchdog: the drain
-# thread's watchdog sends nothing, so only the sends' own rules keep bytes
-# from waiting for ever: a signal handler's send, made during the kernel's
+# for those bytes (engine_blocked_join, and _udp for a datagram) must not
+# hang.  watchdog: the drain thread's watchdog sends nothing, so only the
+# sends' own rules keep bytes from waiting for ever: a signal handler's send, made during the kernel's
 # own blocking recv that SA_RESTART resumes, leaves at once (TCP and UDP).
-for c in engine_blocked_join:no_drain:1 engine_handler_send:watchdog:1 engine_handler_sendto:watchdog:1; do
+for c in engine_blocked_join:no_drain:1 engine_blocked_join_udp:no_drain:1 engine_handler_send:watchdog:1 engine_handler_sendto:watchdog:1; do
 	name=${c%%:*} f=${c#*:}
 	scn=$RS_SCN_DIR/scn_$name
 	timeout -k 5 60 "$scn" >"$TMP/$name.plain" 2>&1

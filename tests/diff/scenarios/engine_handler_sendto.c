@@ -24,15 +24,6 @@ static void on_alarm(int sig)
 	errno = e;
 }
 
-static int udp_bound(void)
-{
-	int s = socket(AF_INET, SOCK_DGRAM, 0);
-	struct sockaddr_in l = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-	if (s < 0 || bind(s, (struct sockaddr *)&l, sizeof(l)))
-		die("udp socket");
-	return s;
-}
-
 int main(void)
 {
 	a = udp_bound();
