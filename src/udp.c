@@ -372,6 +372,7 @@ static void destroy(struct rs_esock *e)
 {
 	struct rs_udp *u = udp_of(e);
 	rs_udpq_drop_all(u);
+	rs_udpq_spares_free(u);
 	while (u->tx_head) { /* (flushed before: a fork child's copy) */
 		struct rs_dgram *d = u->tx_head;
 		u->tx_head = d->next;

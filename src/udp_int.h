@@ -23,6 +23,9 @@ struct rs_dgram {
 };
 /* What a held datagram costs against the bound: its memory. */
 #define DGRAM_COST(len) ((uint32_t)(len) + (uint32_t)sizeof(struct rs_dgram) + 16)
+/* Blocks a received datagram is held in (udpq.c rs_udpq_dgram_new): sizes
+ * 128 << class, up to 2 KiB; larger ones are allocated as they come. */
+#define RS_DGRAM_CLASSES 5
 
 /* Datagrams held at a fork, in memory both processes share: records of
  * struct rs_uleft_rec and payload, 8-byte aligned, read once by whichever
@@ -66,6 +69,9 @@ struct rs_udp_dst {
 struct rs_udp {
 	struct rs_esock e;       /* first: the core's part */
 	struct rs_dgram *head, *tail; /* held datagrams, oldest first */
+	struct rs_dgram *spare[RS_DGRAM_CLASSES]; /* blocks read datagrams
+						   * left, for the next ones */
+	uint16_t nspare[RS_DGRAM_CLASSES];
 	struct rs_uleft_ref *left; /* after a fork [hint] */
 	struct msghdr rmsg;      /* the multishot recvmsg's template */
 	uint32_t cnt;            /* datagrams held [hint] */
@@ -117,6 +123,11 @@ int rs_udpq_left_records(struct rs_udp *u);
 ssize_t rs_udpq_left_take(struct rs_udp *u, const struct iovec *iov, int n, int flags, struct rs_dgram_from *f);
 int rs_udpq_left_next_len(struct rs_udp *u);
 int rs_udpq_left_empty(struct rs_udp *u);
+/* A block for a received datagram of len bytes (NULL: no memory), and
+ * its return once read; the spare blocks freed (the socket's end). */
+struct rs_dgram *rs_udpq_dgram_new(struct rs_udp *u, uint32_t len);
+void rs_udpq_dgram_free(struct rs_udp *u, struct rs_dgram *d);
+void rs_udpq_spares_free(struct rs_udp *u);
 /* Free every datagram of the socket's own queue. */
 void rs_udpq_drop_all(struct rs_udp *u);
 /* The socket's pending error: what the receive took (an ICMP error), an

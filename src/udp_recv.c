@@ -85,7 +85,7 @@ static int take(struct rs_ring *r, struct rs_udp *u, void *buf, int len)
 	uint32_t cost = DGRAM_COST(plen), lim = rx_limit(u);
 	struct rs_dgram *d = NULL;
 	if (!u->cnt || u->held + cost <= lim)
-		d = malloc(sizeof(*d) + plen);
+		d = rs_udpq_dgram_new(u, plen);
 	if (!d) {
 		/* Over the bound (or out of memory): dropped, as the kernel drops
 		 * what overflows its queue; over the bound the receive stops
@@ -211,7 +211,7 @@ static ssize_t take_one(struct rs_udp *u, const struct iovec *iov, int n, int fl
 			u->tail = NULL;
 		RS_STORE(u->cnt, u->cnt - 1);
 		RS_STORE(u->held, u->held - DGRAM_COST(d->len));
-		free(d);
+		rs_udpq_dgram_free(u, d);
 		maybe_unthrottle(u);
 	}
 	return r;
