@@ -97,6 +97,9 @@ struct rs_udp {
 				  * armed on the owner's ring (RS_UD_SEND) */
 	uint8_t tx_unpolling;    /* ... and its removal submitted */
 	uint8_t dst_next;        /* the dst slot to replace next */
+	uint8_t tx_since_read;   /* sends since the socket's last read (max 2) */
+	uint8_t tx_pp;           /* the last send was the kernel's by the
+				  * waiting reader's rule (queueable) [hint] */
 	uint16_t tx_kernel;      /* sends left to the kernel before it queues
 				  * again (after its buffer was full) */
 	struct rs_dgram *tx_head, *tx_tail; /* queued datagrams, oldest first

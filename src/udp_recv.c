@@ -512,6 +512,7 @@ static ssize_t recv_one(struct rs_sock *s, int fd, const struct iovec *iov, int 
 		if (!es)
 			return RS_PASS;
 		struct rs_udp *u = udp_of(es);
+		u->tx_since_read = 0; /* (udp_send.c queueable) */
 		ssize_t r = take_one(u, iov, n, flags, f);
 		if (r != -EAGAIN) {
 			if (r >= 0 && block && !c.waited && !(flags & MSG_PEEK))

@@ -368,6 +368,15 @@ static int queueable(struct rs_udp *u, const struct iovec *iov, int n, int flags
 	struct rs_udp_dst *d = dst_find(u, nn, *nl);
 	if (!d || d->ok < 2 || d->maxlen < *len)
 		return 0;
+	/* A reader that waits for every datagram (its reads are the
+	 * kernel's: kwait) answers each with one send, which a flush at its
+	 * next read would carry alone: nothing to merge, so the first send
+	 * after each read is the kernel's, made at once (a ping-pong peer's
+	 * reply); a second one before the next read is queued again. */
+	if (RS_LOAD(u->kwait) && !u->tx_since_read) {
+		RS_STORE(u->tx_pp, 1);
+		return 0;
+	}
 	*gso_max = d->gso_max;
 	return 1;
 }
@@ -461,7 +470,11 @@ ssize_t rs_udp_send_call(struct rs_sock *s, int fd, const struct iovec *iov, int
 	size_t len;
 	unsigned gso_max = 0;
 	int how = rs_udp_flush_how(u);
-	if (queueable(u, iov, n, flags, name, namelen, &nn, &nl, &len, &gso_max)) {
+	RS_STORE(u->tx_pp, 0);
+	int q = queueable(u, iov, n, flags, name, namelen, &nn, &nl, &len, &gso_max);
+	if (u->tx_since_read < 2)
+		u->tx_since_read++;
+	if (q) {
 		if (u->tx_cnt >= TXQ_MAX && rs_udp_tx_flush(u, how) < 0) {
 			/* (nonblocking, and the kernel's buffer is full) */
 			rs_esock_unlock(e);
@@ -492,6 +505,8 @@ ssize_t rs_udp_send_call(struct rs_sock *s, int fd, const struct iovec *iov, int
 		return -EAGAIN;
 	}
 	u->corked = (flags & MSG_MORE) != 0;
+	if (u->tx_pp)
+		rs_stat_add(RS_C_DIRECT, 1);
 	err = rs_udp_take_error(u);
 	if (err)
 		rs_ep_sock_changed(e);
@@ -512,6 +527,8 @@ void rs_udp_after_send(struct rs_sock *s, int fd, ssize_t r, int err, const void
 		return;
 	if (r >= 0 && ((size_t)r > (s->domain == AF_INET6 ? TXQ_LEN6 : TXQ_LEN4) || !rs_rt.cfg.v[RS_K_UDP_SEND_BATCH]))
 		return; /* (too large to be queued: nothing to learn) */
+	if (r >= 0 && RS_LOAD(udp_of(h)->tx_pp))
+		return; /* (a destination the kernel took: nothing to learn) */
 	struct rs_esock *e = rs_esock_enter(s, fd, 0);
 	if (!e)
 		return;
