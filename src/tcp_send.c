@@ -275,7 +275,9 @@ static int send_to_kernel(struct rs_tcp *t, size_t total)
 
 static uint64_t tx_cost(const struct rs_tcp *t, uint64_t n)
 {
-	return n + (uint64_t)RS_SKB_HEAD * (n / t->tx_mss + 1);
+	/* (a 32-bit division where it fits: this runs on every send) */
+	uint64_t segs = n <= UINT32_MAX ? (uint32_t)n / t->tx_mss : n / t->tx_mss;
+	return n + (uint64_t)RS_SKB_HEAD * (segs + 1);
 }
 
 /* net.ipv4.tcp_notsent_lowat; UINT32_MAX (the default) when unreadable. */
@@ -335,8 +337,9 @@ static int tx_fits(struct rs_tcp *t, size_t n)
 {
 	if (t->tx_unsure)
 		return 0;
-	if (!t->tx_mss || tx_cost(t, t->tx_acc + n) > t->tx_room)
-		tx_refresh(t);
+	if (t->tx_mss && tx_cost(t, t->tx_acc + n) <= t->tx_room)
+		return 1;
+	tx_refresh(t);
 	return !t->tx_unsure && tx_cost(t, t->tx_acc + n) <= t->tx_room;
 }
 
