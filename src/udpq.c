@@ -113,7 +113,7 @@ int rs_udpq_left_empty(struct rs_udp *u)
 
 /* A receive takes a datagram while the program reads earlier ones, so a
  * socket's blocks are taken and given back in turn: each read leaves its
- * block to the socket (up to 16 KiB and 64 blocks of a size), and the
+ * block to the socket (up to 32 KiB and 256 blocks of a size), and the
  * receive takes it again, with no malloc and free per datagram (5% of a
  * flooded sink's time, the C library's locks and bins).  Sizes are powers
  * of two, so a block is never more than twice what it holds. */
