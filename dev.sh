@@ -11,7 +11,8 @@
 #                    again under ASan+UBSan and under ThreadSanitizer)
 #   ./dev.sh bench [ARGS]  install the benchmark dependencies, build, and run
 #                    bench/run ARGS (e.g. --quick)
-#   ./dev.sh deps    only install the dependencies
+#   ./dev.sh deps [--bench]  only install the dependencies (with --bench, the
+#                    benchmarks' too)
 #   ./dev.sh build   only build (build/)
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -57,7 +58,16 @@ build() { # dir [cmake args...]
 }
 
 case "${1:-}" in
-deps) deps ;;
+deps)
+	if [ "${2:-}" = --bench ]; then
+		deps "${BENCH_DEPS[@]}"
+	elif [ -n "${2:-}" ]; then
+		echo "dev.sh deps: unknown argument '$2' (--bench installs the benchmarks' dependencies too)" >&2
+		exit 2
+	else
+		deps
+	fi
+	;;
 build) deps; build build ;;
 demo)
 	deps "${BENCH_DEPS[@]}"
