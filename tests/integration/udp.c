@@ -19,6 +19,15 @@
  *       to the kernel counts when it is made), and the fourth nonblocking read with
  *       a datagram gives it back to the engine (direct_off 1).  Prints
  *       what the reads returned.
+ *   kwaitsend
+ *       A socket that sends two datagrams to a peer (the kernel takes
+ *       them: its destination may be queued to from then on), waits four
+ *       times (SO_RCVTIMEO), then answers each of six requests with one
+ *       reply, two in every third round.  Under the library its reads are
+ *       the kernel's after the fourth wait, and so is the first reply
+ *       after each read; only the second replies are queued (udp_queued
+ *       2: all eight replies without the rule).  The peer, connected
+ *       (never queued), reads everything at the end; prints what it got.
  *   mmsg N
  *       Another socket sends N numbered datagrams of varying size to one
  *       with a large SO_RCVBUF, in rounds of 100; after each round the
@@ -268,6 +277,39 @@ static int kwait(void)
 		ssize_t r = recv(s, buf, sizeof(buf), MSG_DONTWAIT);
 		printf("nonblocking %d: %.*s\n", i, (int)(r > 0 ? r : 0), buf);
 	}
+	return 0;
+}
+
+static int kwaitsend(void)
+{
+	struct sockaddr_in a, b;
+	int s = bound_sock(&a), t = bound_sock(&b);
+	struct timeval tv = { 0, 20000 };
+	if (setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) || connect(t, (struct sockaddr *)&a, sizeof(a)))
+		die("kwaitsend setup");
+	char buf[64];
+	for (int i = 0; i < 2; i++)
+		printf("hello %d: %zd\n", i, sendto(s, "hi", 2, 0, (struct sockaddr *)&b, sizeof(b)));
+	for (int i = 0; i < 4; i++) {
+		ssize_t r = recv(s, buf, sizeof(buf), 0);
+		printf("wait %d: %zd %s\n", i, r, r < 0 ? strerror(errno) : "");
+	}
+	for (int i = 0; i < 6; i++) {
+		char q[8];
+		int k = snprintf(q, sizeof(q), "q%d", i);
+		if (send(t, q, (size_t)k, 0) != k)
+			die("request");
+		ssize_t r = recv(s, buf, sizeof(buf), 0);
+		printf("request %d: %zd %.*s\n", i, r, (int)(r > 0 ? r : 0), buf);
+		for (int j = 0; j < (i % 3 == 2 ? 2 : 1); j++) {
+			k = snprintf(q, sizeof(q), "r%d.%d", i, j);
+			printf("reply %d.%d: %zd\n", i, j, sendto(s, q, (size_t)k, 0, (struct sockaddr *)&b, sizeof(b)));
+		}
+	}
+	ssize_t r;
+	while ((r = recv(t, buf, sizeof(buf), MSG_DONTWAIT)) >= 0)
+		printf("peer got: %.*s\n", (int)r, buf);
+	printf("peer then: %s\n", strerror(errno));
 	return 0;
 }
 
@@ -577,6 +619,8 @@ int main(int argc, char **argv)
 		return burst(atoi(argv[2]), atoi(argv[3]), atoi(argv[4]), atoi(argv[5]));
 	if (argc == 2 && !strcmp(argv[1], "kwait"))
 		return kwait();
+	if (argc == 2 && !strcmp(argv[1], "kwaitsend"))
+		return kwaitsend();
 	if (argc == 3 && !strcmp(argv[1], "mmsg"))
 		return mmsg(atoi(argv[2]));
 	if (argc == 5 && !strcmp(argv[1], "seq"))
@@ -591,7 +635,7 @@ int main(int argc, char **argv)
 		return paced(atoi(argv[2]));
 	if (argc == 4 && !strcmp(argv[1], "stream"))
 		return stream(atoi(argv[2]), atoi(argv[3]));
-	fprintf(stderr, "usage: udp burst RCVBUF ROUNDS PER SIZE | kwait | mmsg N | seq SENDERS RECEIVERS N | stream N SIZE | paced N\n"
+	fprintf(stderr, "usage: udp burst RCVBUF ROUNDS PER SIZE | kwait | kwaitsend | mmsg N | seq SENDERS RECEIVERS N | stream N SIZE | paced N\n"
 			"       | nbsend ADDR PORT N SIZE | sinkseq PORT N\n");
 	return 2;
 }

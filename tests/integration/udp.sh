@@ -5,7 +5,8 @@
 #    counted (udp_drops), deterministically;
 #  - a reader that waits for every datagram reads through the kernel
 #    after four waits in a row and comes back to the engine after four
-#    nonblocking reads with data (counted, never timed);
+#    nonblocking reads with data (counted, never timed), and the first
+#    datagram it sends after each read goes to the kernel, not the queue;
 #  - numbered datagrams from four sender threads to one socket read by one
 #    thread (the engine's) and by two (the second reads the kernel):
 #    every datagram exactly once, each sender's in order per reader;
@@ -78,6 +79,15 @@ check "kwait: the fourth wait and the next twelve reads are the kernel's (direct
 	test "$(stat_sum "$TMP/kwait.st" direct)" = 13
 check "kwait: four nonblocking reads with data give it back (direct_off 1)" \
 	test "$(stat_sum "$TMP/kwait.st" direct_off)" = 1
+
+# ---- ... and its replies: the first after each read is the kernel's ----
+plain=$("$RS_UDP" kwaitsend)
+lib=$(RINGSOCK_STATS="$TMP/kwaitsend.st" LD_PRELOAD="$RS_LIB" "$RS_UDP" kwaitsend)
+check "kwaitsend: the same calls and the same datagrams, in order, under the library" test "$plain" = "$lib"
+check "kwaitsend: the peer got every reply" test "$(echo "$lib" | grep -c '^peer got: r')" = 8
+check "kwaitsend: its reads went to the kernel (direct_on 1)" test "$(stat_sum "$TMP/kwaitsend.st" direct_on)" = 1
+check "kwaitsend: only the second reply of a round is queued (udp_queued 2, not 8)" \
+	test "$(stat_sum "$TMP/kwaitsend.st" udp_queued)" = 2
 
 # ---- a reader that takes datagrams in batches: the kernel's recvmmsg ----
 plain=$("$RS_UDP" mmsg 3000)
