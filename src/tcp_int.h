@@ -98,6 +98,11 @@ struct rs_tcp {
 				   * receive is armed (RINGSOCK_ARM_AFTER) */
 	uint8_t direct_why;       /* enum rs_direct_why, while rx_direct */
 	uint8_t rx_waits;         /* blocking reads in a row that had to wait */
+	uint8_t rr_rx, rr_tx;     /* nonblocking reads with data, and sends, in
+				   * the current round (a round: reads, then
+				   * sends; at most 2 each) */
+	uint8_t rr_rounds;        /* rounds in a row of one read and one send
+				   * (RS_DIRECT_RR: in a row of more) */
 	uint16_t direct_reads;    /* reads through the kernel that count toward
 				   * the engine's receive again (see
 				   * rs_tcp_direct_read) */
@@ -132,6 +137,9 @@ enum { RS_TZC_UNKNOWN, RS_TZC_ON, RS_TZC_OFF };
 enum rs_direct_why {
 	RS_DIRECT_NONE,
 	RS_DIRECT_PROBATION, /* new and nonblocking: RINGSOCK_ARM_AFTER reads first */
+	RS_DIRECT_RR,        /* an event loop's request-response connection:
+			      * one read, one send per round (rs_tcp_rr_read):
+			      * sends go to the kernel too */
 	RS_DIRECT_ALONE,     /* its thread serves one socket per wake-up (struct
 			      * rs_ring: alone): sends go to the kernel too */
 	RS_DIRECT_WAITING,   /* a blocking reader that waits for every read */
@@ -159,6 +167,9 @@ void rs_tcp_recv_done(struct rs_ring *r, struct rs_tcp *t, struct io_uring_cqe *
  * waiting reader, a bulk reader): count this read, and give the socket
  * back to the engine's receive once its reads say so. */
 void rs_tcp_direct_read(struct rs_ring *r, struct rs_tcp *t, size_t want, int nonblocking, long n);
+/* A nonblocking read with data: counts the rounds of a request-response
+ * connection (RS_DIRECT_RR), and switches it. */
+void rs_tcp_rr_read(struct rs_tcp *t);
 /* The recv family: -errno or bytes.  flags are MSG_* flags. */
 ssize_t rs_tcp_recv(struct rs_tcp *t, const struct iovec *iov, int iovcnt, int flags);
 /* The kernel's view of fd, asked without the lock too: the next byte to

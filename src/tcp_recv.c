@@ -75,7 +75,7 @@ void rs_tcp_submit_recv(struct rs_ring *r, struct rs_tcp *t)
  * to it; sends stay the engine's (but a lone socket's, which go to the
  * kernel too: tcp_send.c send_to_kernel).  Data a receive already took is
  * read first. */
-static const char *const direct_name[] = { "none", "probation", "alone", "waiting reader", "bulk reader",
+static const char *const direct_name[] = { "none", "probation", "request-response", "alone", "waiting reader", "bulk reader",
 					      "shared with another process", "shut down" };
 
 void rs_tcp_go_direct(struct rs_ring *r, struct rs_tcp *t, int why)
@@ -88,11 +88,12 @@ void rs_tcp_go_direct(struct rs_ring *r, struct rs_tcp *t, int why)
 	}
 	rs_debug("fd %d: reads go through the kernel: %s (was %s)", t->e.fd, direct_name[why],
 		 direct_name[t->rx_direct ? t->direct_why : 0]);
-	if (why == RS_DIRECT_WAITING || why == RS_DIRECT_BULK || why == RS_DIRECT_ALONE)
+	if (why == RS_DIRECT_WAITING || why == RS_DIRECT_BULK || why == RS_DIRECT_ALONE || why == RS_DIRECT_RR)
 		rs_stat_add(RS_C_DIRECT_ON, 1);
 	t->direct_why = (uint8_t)why;
 	t->direct_reads = 0;
 	t->rx_waits = 0;
+	t->rr_rounds = 0;
 	if (t->rx_direct)
 		return;
 	RS_STORE(t->rx_direct, 1);
@@ -119,8 +120,47 @@ static void end_direct(struct rs_ring *r, struct rs_tcp *t)
 	t->direct_why = RS_DIRECT_NONE;
 	t->direct_reads = 0;
 	t->rx_waits = 0;
+	t->rr_rounds = 0;
 	rs_ep_sock_rx_direct(&t->e);
 	rs_tcp_submit_recv(r, t);
+}
+
+/* A request-response connection of an event loop: rounds of one read with
+ * data, then one send (a request in, its response out), RS_RR_ROUNDS in a
+ * row.  The engine has nothing of it to merge: each receive brings one
+ * request, read at once, and each flush carries one response, so the
+ * multishot receive and the queued send cost a copy and bookkeeping each
+ * where the kernel's read and send cost a system call.  With
+ * RINGSOCK_REQUEST_RESPONSE=kernel its reads and sends go to the kernel;
+ * RS_RR_BACK rounds in a row of more than one read or send (something to
+ * merge again: a response written in pieces, a request read in pieces)
+ * give it back to the engine's receive.  Counts of calls, never timing:
+ * the same program makes the same switches.  t entered; called for each
+ * nonblocking read with data. */
+#define RS_RR_ROUNDS 16
+#define RS_RR_BACK 4
+
+void rs_tcp_rr_read(struct rs_tcp *t)
+{
+	if (t->rr_tx) { /* the round before ends: how many of each */
+		int one = t->rr_rx == 1 && t->rr_tx == 1;
+		struct rs_ring *r = t->e.owner;
+		if (t->rx_direct && t->direct_why == RS_DIRECT_RR) {
+			if (one)
+				t->rr_rounds = 0;
+			else if (++t->rr_rounds >= RS_RR_BACK && r == rs_ring_tls && !t->rx_eof && !t->shut_rd &&
+				 t->e.mode == RS_ES_ARMED)
+				end_direct(r, t);
+		} else if (!one || t->rx_direct) {
+			t->rr_rounds = 0;
+		} else if (++t->rr_rounds >= RS_RR_ROUNDS && r == rs_ring_tls && t->e.mode == RS_ES_ARMED &&
+			   rs_rt.cfg.v[RS_K_REQUEST_RESPONSE] == RS_RR_KERNEL) {
+			rs_tcp_go_direct(r, t, RS_DIRECT_RR);
+		}
+		t->rr_rx = t->rr_tx = 0;
+	}
+	if (t->rr_rx < 2)
+		t->rr_rx++;
 }
 
 /* When reads through the kernel end (each count is of reads in a row; the
@@ -150,6 +190,8 @@ void rs_tcp_direct_read(struct rs_ring *r, struct rs_tcp *t, size_t want, int no
 			return;
 		need = 0;
 		break;
+	case RS_DIRECT_RR:
+		return; /* (rs_tcp_rr_read) */
 	case RS_DIRECT_ALONE:
 		if (!r || RS_LOAD(r->alone))
 			return;

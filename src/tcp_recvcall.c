@@ -303,6 +303,8 @@ ssize_t rs_tcp_recv_call(struct rs_sock *s, int fd, const struct iovec *iov, int
 			t->rx_waits = 0; /* it did not wait for this one */
 		if (r > 0 && block)
 			note_recv(s);
+		else if (r > 0 && s->nonblock && !(flags & MSG_PEEK))
+			rs_tcp_rr_read(t);
 		if (r != -EAGAIN || !block || c.stop) {
 			maybe_passive(t);
 			rs_esock_unlock(&t->e);

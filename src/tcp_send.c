@@ -89,6 +89,8 @@ ssize_t rs_tcp_send_call(struct rs_sock *s, int fd, const struct iovec *iov, int
 		}
 		/* after the first bytes, a later failure only ends the call */
 		r = rs_tcp_send(t, cur.v, cur.n, done ? flags | MSG_NOSIGNAL : flags);
+		if (r > 0 && s->nonblock && t->rr_tx < 2)
+			t->rr_tx++; /* (a round's sends: rs_tcp_rr_read) */
 		if (r > 0 && block && done + (size_t)r < total) {
 			rs_esock_unlock(&t->e);
 			done += (size_t)r;
@@ -229,8 +231,9 @@ static int send_to_kernel(struct rs_tcp *t, size_t total)
 	 * the kernel): nothing to batch it with, so the kernel's send. */
 	struct rs_sock *s = t->e.sock;
 	int pp = !s->nonblock && t->rx_direct && RS_LOAD(s->pingpong) && !RS_LOAD(s->tx_run);
-	/* Its thread serves one socket per wake-up: no other send to merge. */
-	int alone = t->rx_direct && t->direct_why == RS_DIRECT_ALONE;
+	/* Its thread serves one socket per wake-up, or it is a
+	 * request-response connection: no other send to merge. */
+	int alone = t->rx_direct && (t->direct_why == RS_DIRECT_ALONE || t->direct_why == RS_DIRECT_RR);
 	/* Open before a fork or spawn: the other process may shut it down or
 	 * draw its reset, which only a send to the kernel sees at once. */
 	int shared = s->born_gen != __atomic_load_n(&rs_fork_gen, __ATOMIC_RELAXED);

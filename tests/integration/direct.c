@@ -27,6 +27,15 @@
  *   ebusy N      the same with a byte written to the pipe first: each
  *                wake-up returns two events -- the socket's next read is
  *                the engine's again
+ *   nonblock N   the socket turns nonblocking (O_NONBLOCK; N ignored)
+ *   rr N         N rounds of a request-response server: the peer sends one
+ *                message, poll says the socket is readable, one read
+ *                takes it, one 64-byte send answers (the peer never
+ *                reads: the answers fit in the buffers) -- at the read
+ *                after the 16th such round in a row the socket's reads
+ *                and sends go to the kernel (RINGSOCK_REQUEST_RESPONSE)
+ *   rrtwo N      the same with two sends per round -- four such rounds
+ *                in a row give it back to the engine
  *   other N      N more connections, accepted here (blocking) and added
  *                to the event loop's set, where they stay idle: the
  *                thread's ring serves more than this socket, so being
@@ -37,6 +46,8 @@
  * that step). */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
 #include <sys/epoll.h>
 #include <sys/time.h>
 #include <sys/wait.h>
@@ -106,6 +117,22 @@ static void loop_round(int want)
 		die("ewait: read");
 	if (want == 2 && read(pp[0], buf, 1) != 1)
 		die("ewait: pipe");
+}
+
+/* One round of a request-response server (nonblocking socket): a
+ * request in, sends answers out. */
+static void rr_round(int sends)
+{
+	feed(1);
+	struct pollfd p = { sock, POLLIN, 0 };
+	if (poll(&p, 1, 10000) != 1)
+		die("rr: poll");
+	char buf[64];
+	if (recv(sock, buf, sizeof(buf), 0) != sizeof(buf))
+		die("rr: read");
+	for (int i = 0; i < sends; i++)
+		if (send(sock, buf, sizeof(buf), 0) != sizeof(buf))
+			die("rr: send");
 }
 
 static void report(const char *step, struct ringsock_stats *b)
@@ -184,6 +211,12 @@ int main(int argc, char **argv)
 		} else if (!strcmp(step, "ewait") || !strcmp(step, "ebusy")) {
 			for (int k = 0; k < n; k++)
 				loop_round(step[1] == 'b' ? 2 : 1);
+		} else if (!strcmp(step, "nonblock")) {
+			if (fcntl(sock, F_SETFL, fcntl(sock, F_GETFL) | O_NONBLOCK) < 0)
+				die("O_NONBLOCK");
+		} else if (!strcmp(step, "rr") || !strcmp(step, "rrtwo")) {
+			for (int k = 0; k < n; k++)
+				rr_round(step[2] ? 2 : 1);
 		} else if (!strcmp(step, "other")) {
 			loop_set();
 			for (int k = 0; k < n; k++) {
