@@ -86,6 +86,9 @@ struct rs_udp {
 	uint8_t waits;           /* blocking reads in a row that had to wait;
 				  * in kwait, nonblocking ones that found data */
 	uint16_t kw_reads;       /* blocking kernel reads since kwait began */
+	uint8_t kw_shift;        /* kwait's retry after 1024 << kw_shift blocking
+				  * reads (udp_recv.c) */
+	uint8_t kw_retried;      /* the last kwait ended by that retry */
 	uint8_t shared;          /* the kernel's reads for good: open in another
 				  * process too (fork, spawn), or the kernel
 				  * refused the engine's receive [hint] */

@@ -231,14 +231,22 @@ static void maybe_passive(struct rs_udp *u)
  * otherwise, counted as for TCP (ringsock(7)): four nonblocking reads in a
  * row that find a datagram (it became an event loop's), or every 1024
  * blocking reads (it is given the engine again; four waits send it back).
- * Counted in direct_on and direct_off; never decided by timing. */
+ * Each time the waits send it back after such a retry, the next retry
+ * comes after twice as many reads (up to 32 times: a sink that keeps up
+ * with its sender spent a third of its datagrams on the engine's receive,
+ * retried every 1024 reads); an end by nonblocking reads starts from 1024
+ * again.  Counted in direct_on and direct_off; never decided by timing. */
 #define UDP_WAITS_TO_KERNEL 4
 #define UDP_KWAIT_BACK 4
 #define UDP_KWAIT_RETRY 1024
+#define UDP_KWAIT_SHIFT_MAX 5
 
 static void kwait_start(struct rs_ring *r, struct rs_udp *u)
 {
 	RS_STORE(u->kwait, 1);
+	if (u->kw_retried && u->kw_shift < UDP_KWAIT_SHIFT_MAX)
+		u->kw_shift++;
+	u->kw_retried = 0;
 	u->kw_reads = 0;
 	u->waits = 0;
 	rs_stat_add(RS_C_DIRECT_ON, 1);
@@ -246,9 +254,12 @@ static void kwait_start(struct rs_ring *r, struct rs_udp *u)
 	rs_ep_sock_rx_direct(&u->e);
 }
 
-static void kwait_end(struct rs_ring *r, struct rs_udp *u)
+static void kwait_end(struct rs_ring *r, struct rs_udp *u, int retry)
 {
 	RS_STORE(u->kwait, 0);
+	u->kw_retried = (uint8_t)retry;
+	if (!retry)
+		u->kw_shift = 0;
 	u->waits = 0;
 	rs_stat_add(RS_C_DIRECT_OFF, 1);
 	rs_ep_sock_rx_direct(&u->e);
@@ -311,12 +322,12 @@ static ssize_t kwait_read(struct rs_udp *u, struct rs_ring *r, const struct iove
 		rs_ring_progress(r); /* this thread's queued sends first: it may read its own */
 	if (block) {
 		u->waits = 0;
-		if (++u->kw_reads < UDP_KWAIT_RETRY) {
+		if (++u->kw_reads < (UDP_KWAIT_RETRY << u->kw_shift)) {
 			rs_esock_unlock(&u->e);
 			rs_stat_add(RS_C_DIRECT, 1);
 			return KWAIT_KERNEL_CALL;
 		}
-		kwait_end(r, u);
+		kwait_end(r, u, 1);
 		rs_esock_unlock(&u->e);
 		return RS_PASS;
 	}
@@ -325,7 +336,7 @@ static ssize_t kwait_read(struct rs_udp *u, struct rs_ring *r, const struct iove
 	if (k < 0)
 		u->waits = 0;
 	else if (++u->waits >= UDP_KWAIT_BACK)
-		kwait_end(r, u);
+		kwait_end(r, u, 0);
 	rs_esock_unlock(&u->e);
 	if (k >= 0)
 		rs_stat_add(RS_C_DIRECT, 1);

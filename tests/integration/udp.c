@@ -28,6 +28,23 @@
  *       after each read; only the second replies are queued (udp_queued
  *       2: all eight replies without the rule).  The peer, connected
  *       (never queued), reads everything at the end; prints what it got.
+ *   kwaitretry
+ *       A reader that waits four times (SO_RCVTIMEO), then reads 1100
+ *       datagrams with blocking reads, waits four times again, reads
+ *       1100 more, reads four with nonblocking reads, waits four times
+ *       and reads 1100 more (each datagram sent just before its read).
+ *       Under the library the first waits send its reads to the kernel;
+ *       the first 1100 reads give it back to the engine at the 1024th (a
+ *       retry), where the next reads wait in the ring for the receive to
+ *       bring each datagram, so four of them send it back (the second
+ *       direct_on); the retry after that comes after 2048 reads, so the
+ *       second 1100 leave it with the kernel; the nonblocking reads give
+ *       it back (direct_off), the next waits send it to the kernel again,
+ *       and the third 1100 give it back at the 1024th (an end by
+ *       nonblocking reads starts the interval again), whose tail sends
+ *       it back once more: direct_on 4, direct_off 3 (5 and 4 with a
+ *       retry every 1024 reads; direct_off 2 without the restart).
+ *       Prints what each phase read.
  *   mmsg N
  *       Another socket sends N numbered datagrams of varying size to one
  *       with a large SO_RCVBUF, in rounds of 100; after each round the
@@ -276,6 +293,35 @@ static int kwait(void)
 	for (int i = 0; i < 4; i++) {
 		ssize_t r = recv(s, buf, sizeof(buf), MSG_DONTWAIT);
 		printf("nonblocking %d: %.*s\n", i, (int)(r > 0 ? r : 0), buf);
+	}
+	return 0;
+}
+
+static int kwaitretry(void)
+{
+	struct sockaddr_in a, b;
+	int s = bound_sock(&a), t = bound_sock(&b);
+	struct timeval tv = { 0, 20000 };
+	if (setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)))
+		die("SO_RCVTIMEO");
+	char buf[64];
+	int seq = 0;
+	const char *phases = "WRWRNWR";
+	for (const char *p = phases; *p; p++) {
+		int n = *p == 'W' || *p == 'N' ? 4 : 1100, ok = 0;
+		for (int i = 0; i < n; i++) {
+			if (*p == 'W') {
+				ok += recv(s, buf, sizeof(buf), 0) < 0 && errno == EAGAIN;
+				continue;
+			}
+			char m[16];
+			int k = snprintf(m, sizeof(m), "d%d", seq++);
+			if (sendto(t, m, (size_t)k, 0, (struct sockaddr *)&a, sizeof(a)) != k)
+				die("sendto");
+			ssize_t r = recv(s, buf, sizeof(buf), *p == 'N' ? MSG_DONTWAIT : 0);
+			ok += r == k && !memcmp(buf, m, (size_t)k);
+		}
+		printf("phase %c: %d of %d\n", *p, ok, n);
 	}
 	return 0;
 }
@@ -621,6 +667,8 @@ int main(int argc, char **argv)
 		return kwait();
 	if (argc == 2 && !strcmp(argv[1], "kwaitsend"))
 		return kwaitsend();
+	if (argc == 2 && !strcmp(argv[1], "kwaitretry"))
+		return kwaitretry();
 	if (argc == 3 && !strcmp(argv[1], "mmsg"))
 		return mmsg(atoi(argv[2]));
 	if (argc == 5 && !strcmp(argv[1], "seq"))
@@ -635,7 +683,7 @@ int main(int argc, char **argv)
 		return paced(atoi(argv[2]));
 	if (argc == 4 && !strcmp(argv[1], "stream"))
 		return stream(atoi(argv[2]), atoi(argv[3]));
-	fprintf(stderr, "usage: udp burst RCVBUF ROUNDS PER SIZE | kwait | kwaitsend | mmsg N | seq SENDERS RECEIVERS N | stream N SIZE | paced N\n"
+	fprintf(stderr, "usage: udp burst RCVBUF ROUNDS PER SIZE | kwait | kwaitsend | kwaitretry | mmsg N | seq SENDERS RECEIVERS N | stream N SIZE | paced N\n"
 			"       | nbsend ADDR PORT N SIZE | sinkseq PORT N\n");
 	return 2;
 }

@@ -89,6 +89,16 @@ check "kwaitsend: its reads went to the kernel (direct_on 1)" test "$(stat_sum "
 check "kwaitsend: only the second reply of a round is queued (udp_queued 2, not 8)" \
 	test "$(stat_sum "$TMP/kwaitsend.st" udp_queued)" = 2
 
+plain=$("$RS_UDP" kwaitretry)
+lib=$(RINGSOCK_STATS="$TMP/kwaitretry.st" LD_PRELOAD="$RS_LIB" "$RS_UDP" kwaitretry)
+check "kwaitretry: every datagram read, the same under the library" test "$plain" = "$lib"
+check "kwaitretry: every phase complete" test "$(echo "$lib" | grep -c ': \([0-9]*\) of \1$')" = 7
+# (udp.c says which read makes each switch)
+check "kwaitretry: four times the waits send its reads to the kernel (direct_on 4)" \
+	test "$(stat_sum "$TMP/kwaitretry.st" direct_on)" = 4
+check "kwaitretry: retried at 1024, then 2048 after waits, 1024 after nonblocking reads (direct_off 3)" \
+	test "$(stat_sum "$TMP/kwaitretry.st" direct_off)" = 3
+
 # ---- a reader that takes datagrams in batches: the kernel's recvmmsg ----
 plain=$("$RS_UDP" mmsg 3000)
 check "mmsg, kernel path: $plain" test "$plain" = "complete 3000"
