@@ -100,7 +100,7 @@ struct rs_tcp {
 	uint8_t rx_waits;         /* blocking reads in a row that had to wait */
 	uint8_t rr_rx, rr_tx;     /* nonblocking reads with data, and sends, in
 				   * the current round (a round: reads, then
-				   * sends; at most 2 each) */
+				   * sends; at most RS_RR_RUN each) */
 	uint8_t rr_rounds;        /* rounds in a row of one read and one send
 				   * (RS_DIRECT_RR: in a row of more) */
 	uint16_t direct_reads;    /* reads through the kernel that count toward
@@ -167,9 +167,10 @@ void rs_tcp_recv_done(struct rs_ring *r, struct rs_tcp *t, struct io_uring_cqe *
  * waiting reader, a bulk reader): count this read, and give the socket
  * back to the engine's receive once its reads say so. */
 void rs_tcp_direct_read(struct rs_ring *r, struct rs_tcp *t, size_t want, int nonblocking, long n);
-/* A nonblocking read with data: counts the rounds of a request-response
- * connection (RS_DIRECT_RR), and switches it. */
+/* A nonblocking read with data, a nonblocking send: count the rounds of a
+ * request-response connection (RS_DIRECT_RR), and switch it. */
 void rs_tcp_rr_read(struct rs_tcp *t);
+void rs_tcp_rr_sent(struct rs_tcp *t);
 /* The recv family: -errno or bytes.  flags are MSG_* flags. */
 ssize_t rs_tcp_recv(struct rs_tcp *t, const struct iovec *iov, int iovcnt, int flags);
 /* The kernel's view of fd, asked without the lock too: the next byte to

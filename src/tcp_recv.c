@@ -132,35 +132,54 @@ static void end_direct(struct rs_ring *r, struct rs_tcp *t)
  * multishot receive and the queued send cost a copy and bookkeeping each
  * where the kernel's read and send cost a system call.  With
  * RINGSOCK_REQUEST_RESPONSE=kernel its reads and sends go to the kernel;
- * RS_RR_BACK rounds in a row of more than one read or send (something to
- * merge again: a response written in pieces, a request read in pieces)
- * give it back to the engine's receive.  Counts of calls, never timing:
- * the same program makes the same switches.  t entered; called for each
- * nonblocking read with data. */
+ * something to merge again gives it back to the engine's receive:
+ * RS_RR_BACK rounds in a row of more than one read or send (a response
+ * written in pieces, a request read in pieces), or RS_RR_RUN sends or
+ * reads in a row without the other (a stream: pushed messages, an
+ * upload).  Counts of calls, never timing: the same program makes the
+ * same switches.  t entered; called for each nonblocking read with data
+ * and each nonblocking send. */
 #define RS_RR_ROUNDS 16
 #define RS_RR_BACK 4
+#define RS_RR_RUN 16
+
+static int rr_direct(const struct rs_tcp *t)
+{
+	return t->rx_direct && t->direct_why == RS_DIRECT_RR;
+}
+
+static void rr_end(struct rs_tcp *t)
+{
+	struct rs_ring *r = t->e.owner;
+	if (r == rs_ring_tls && !t->rx_eof && !t->shut_rd && t->e.mode == RS_ES_ARMED)
+		end_direct(r, t);
+}
 
 void rs_tcp_rr_read(struct rs_tcp *t)
 {
 	if (t->rr_tx) { /* the round before ends: how many of each */
 		int one = t->rr_rx == 1 && t->rr_tx == 1;
-		struct rs_ring *r = t->e.owner;
-		if (t->rx_direct && t->direct_why == RS_DIRECT_RR) {
+		if (rr_direct(t)) {
 			if (one)
 				t->rr_rounds = 0;
-			else if (++t->rr_rounds >= RS_RR_BACK && r == rs_ring_tls && !t->rx_eof && !t->shut_rd &&
-				 t->e.mode == RS_ES_ARMED)
-				end_direct(r, t);
+			else if (++t->rr_rounds >= RS_RR_BACK)
+				rr_end(t);
 		} else if (!one || t->rx_direct) {
 			t->rr_rounds = 0;
-		} else if (++t->rr_rounds >= RS_RR_ROUNDS && r == rs_ring_tls && t->e.mode == RS_ES_ARMED &&
+		} else if (++t->rr_rounds >= RS_RR_ROUNDS && t->e.owner == rs_ring_tls && t->e.mode == RS_ES_ARMED &&
 			   rs_rt.cfg.v[RS_K_REQUEST_RESPONSE] == RS_RR_KERNEL) {
-			rs_tcp_go_direct(r, t, RS_DIRECT_RR);
+			rs_tcp_go_direct(t->e.owner, t, RS_DIRECT_RR);
 		}
 		t->rr_rx = t->rr_tx = 0;
 	}
-	if (t->rr_rx < 2)
-		t->rr_rx++;
+	if (t->rr_rx < RS_RR_RUN && ++t->rr_rx == RS_RR_RUN && rr_direct(t))
+		rr_end(t);
+}
+
+void rs_tcp_rr_sent(struct rs_tcp *t)
+{
+	if (t->rr_tx < RS_RR_RUN && ++t->rr_tx == RS_RR_RUN && rr_direct(t))
+		rr_end(t);
 }
 
 /* When reads through the kernel end (each count is of reads in a row; the

@@ -89,8 +89,8 @@ ssize_t rs_tcp_send_call(struct rs_sock *s, int fd, const struct iovec *iov, int
 		}
 		/* after the first bytes, a later failure only ends the call */
 		r = rs_tcp_send(t, cur.v, cur.n, done ? flags | MSG_NOSIGNAL : flags);
-		if (r > 0 && s->nonblock && t->rr_tx < 2)
-			t->rr_tx++; /* (a round's sends: rs_tcp_rr_read) */
+		if (r > 0 && s->nonblock)
+			rs_tcp_rr_sent(t);
 		if (r > 0 && block && done + (size_t)r < total) {
 			rs_esock_unlock(&t->e);
 			done += (size_t)r;

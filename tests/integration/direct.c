@@ -34,8 +34,13 @@
  *                reads: the answers fit in the buffers) -- at the read
  *                after the 16th such round in a row the socket's reads
  *                and sends go to the kernel (RINGSOCK_REQUEST_RESPONSE)
+ *   rrb N, rrc N the same, named apart (direct.sh finds a step's first
+ *                line)
  *   rrtwo N      the same with two sends per round -- four such rounds
  *                in a row give it back to the engine
+ *   push N       N 64-byte sends with no read between (a stream) -- the
+ *                16th in a row gives a request-response connection back
+ *                to the engine
  *   other N      N more connections, accepted here (blocking) and added
  *                to the event loop's set, where they stay idle: the
  *                thread's ring serves more than this socket, so being
@@ -214,9 +219,13 @@ int main(int argc, char **argv)
 		} else if (!strcmp(step, "nonblock")) {
 			if (fcntl(sock, F_SETFL, fcntl(sock, F_GETFL) | O_NONBLOCK) < 0)
 				die("O_NONBLOCK");
-		} else if (!strcmp(step, "rr") || !strcmp(step, "rrtwo")) {
+		} else if (!strcmp(step, "rr") || !strcmp(step, "rrb") || !strcmp(step, "rrc") || !strcmp(step, "rrtwo")) {
 			for (int k = 0; k < n; k++)
-				rr_round(step[2] ? 2 : 1);
+				rr_round(!strcmp(step, "rrtwo") ? 2 : 1);
+		} else if (!strcmp(step, "push")) {
+			for (int k = 0; k < n; k++)
+				if (send(sock, big, 64, 0) != 64)
+					die("push: send");
 		} else if (!strcmp(step, "other")) {
 			loop_set();
 			for (int k = 0; k < n; k++) {

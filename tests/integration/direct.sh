@@ -119,11 +119,13 @@ expect "alone of two: 64 lone wake-ups again: the kernel's" "$out" ewait:64 \
 # request read, one answer sent, round after round): nothing for the
 # engine to merge, so after 16 such rounds in a row its reads and sends go
 # to the kernel (RINGSOCK_REQUEST_RESPONSE=kernel, the default); four
-# rounds in a row with two sends each give it back to the engine.  A
+# rounds in a row with two sends each give it back to the engine, and so
+# do 16 sends in a row with no read (a stream: each would be a system
+# call where the engine merges them).  A
 # round is counted at the read that ends it, from the socket's third
 # read (its second send made its engine state: RINGSOCK_ARM_AFTER), so
 # the switch is at the 19th read.
-rsteps="nonblock:1 rr:18 rr:1 rr:8 rrtwo:4 rrtwo:1 rrtwo:1 rr:16 rr:1 rr:2"
+rsteps="nonblock:1 rr:18 rr:1 rr:8 rrtwo:4 rrtwo:1 rrtwo:1 rrb:16 rrb:1 rrb:2 push:14 push:1 rrc:16 rrc:1"
 out=$(LD_PRELOAD="$RS_LIB" "$RS_DIRECT" $rsteps)
 check "rr: the peer ran" test "$(echo "$out" | tail -1)" = "peer ok"
 expect "rr: 15 rounds counted: still the engine's" "$out" rr:18 "direct_on=0 direct_off=0"
@@ -132,13 +134,19 @@ expect "rr: then reads and sends: the kernel's" "$out" rr:8 "direct_on=0 kernel_
 expect "rr: three rounds of two sends: still the kernel's" "$out" rrtwo:4 \
 	"direct_on=0 direct_off=0 kernel_reads=12 engine_reads=0"
 expect "rr: the fourth: the engine's again" "$out" rrtwo:1 "direct_on=0 direct_off=1"
-expect "rr: 15 rounds again: still the engine's" "$out" rr:16 "direct_on=0 direct_off=0 kernel_reads=0"
-expect "rr: the 16th again: the kernel's" "$out" rr:1 "direct_on=1 direct_off=0"
+expect "rr: 15 rounds again: still the engine's" "$out" rrb:16 "direct_on=0 direct_off=0 kernel_reads=0"
+expect "rr: the 16th again: the kernel's" "$out" rrb:1 "direct_on=1 direct_off=0"
+expect "rr: then reads and sends: the kernel's again" "$out" rrb:2 "direct_on=0 kernel_reads=4 engine_reads=0"
+# (the last round's send and 14 more: 15 in a row; the 16th switches)
+expect "rr: 15 sends in a row: still the kernel's" "$out" push:14 "direct_on=0 direct_off=0 kernel_reads=14"
+expect "rr: the 16th send in a row: the engine's again" "$out" push:1 "direct_on=0 direct_off=1"
+expect "rr: 15 rounds after the stream: still the engine's" "$out" rrc:16 "direct_on=0 direct_off=0 kernel_reads=0"
+expect "rr: the 16th: the kernel's" "$out" rrc:1 "direct_on=1 direct_off=0"
 for i in 1 2; do
 	again=$(LD_PRELOAD="$RS_LIB" "$RS_DIRECT" $rsteps)
 	check "rr: run $i gives the same counts" test "$again" = "$out"
 done
 # RINGSOCK_REQUEST_RESPONSE=engine: the same rounds stay the engine's.
 out=$(RINGSOCK_REQUEST_RESPONSE=engine LD_PRELOAD="$RS_LIB" "$RS_DIRECT" $rsteps)
-check "rr engine: no switch" test "$(echo "$out" | grep -c 'direct_on=0 direct_off=0 kernel_reads=0 ')" = 9
+check "rr engine: no switch" test "$(echo "$out" | grep -c 'direct_on=0 direct_off=0 kernel_reads=0 ')" = 13
 finish
