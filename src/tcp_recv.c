@@ -72,11 +72,11 @@ void rs_tcp_submit_recv(struct rs_ring *r, struct rs_tcp *t)
 }
 
 /* From now on the kernel reports the socket's input and reads go straight
- * to it; sends stay the engine's (but a lone socket's, which go to the
- * kernel too: tcp_send.c send_to_kernel).  Data a receive already took is
- * read first. */
-static const char *const direct_name[] = { "none", "probation", "request-response", "alone", "waiting reader", "bulk reader",
-					      "shared with another process", "shut down" };
+ * to it; sends stay the engine's (but a lone socket's and a
+ * request-response connection's, which go to the kernel too: tcp_send.c
+ * send_to_kernel).  Data a receive already took is read first. */
+static const char *const direct_name[] = { "none", "probation", "request-response", "alone", "waiting reader",
+					      "bulk reader", "shared with another process", "shut down" };
 
 void rs_tcp_go_direct(struct rs_ring *r, struct rs_tcp *t, int why)
 {
