@@ -235,13 +235,21 @@ static int burst(int rcvbuf, int rounds, int per, int size)
 	return 0;
 }
 
-static int kwait(void)
+/* A bound socket whose blocking reads wait 20 ms at most (SO_RCVTIMEO):
+ * each read with nothing to read is a wait that ends by itself. */
+static int waiting_sock(struct sockaddr_in *a)
 {
-	struct sockaddr_in a, b;
-	int s = bound_sock(&a), t = bound_sock(&b);
+	int s = bound_sock(a);
 	struct timeval tv = { 0, 20000 };
 	if (setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)))
 		die("SO_RCVTIMEO");
+	return s;
+}
+
+static int kwait(void)
+{
+	struct sockaddr_in a, b;
+	int s = waiting_sock(&a), t = bound_sock(&b);
 	char buf[64];
 	for (int i = 0; i < 4; i++) {
 		ssize_t r = recv(s, buf, sizeof(buf), 0);
@@ -300,10 +308,7 @@ static int kwait(void)
 static int kwaitretry(void)
 {
 	struct sockaddr_in a, b;
-	int s = bound_sock(&a), t = bound_sock(&b);
-	struct timeval tv = { 0, 20000 };
-	if (setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)))
-		die("SO_RCVTIMEO");
+	int s = waiting_sock(&a), t = bound_sock(&b);
 	char buf[64];
 	int seq = 0;
 	const char *phases = "WRWRNWR";
@@ -329,9 +334,8 @@ static int kwaitretry(void)
 static int kwaitsend(void)
 {
 	struct sockaddr_in a, b;
-	int s = bound_sock(&a), t = bound_sock(&b);
-	struct timeval tv = { 0, 20000 };
-	if (setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) || connect(t, (struct sockaddr *)&a, sizeof(a)))
+	int s = waiting_sock(&a), t = bound_sock(&b);
+	if (connect(t, (struct sockaddr *)&a, sizeof(a)))
 		die("kwaitsend setup");
 	char buf[64];
 	for (int i = 0; i < 2; i++)
