@@ -36,7 +36,7 @@ enum rs_log_level { RS_LOG_ERROR, RS_LOG_WARN, RS_LOG_INFO, RS_LOG_DEBUG };
 enum rs_reclaim_mode { RS_RECLAIM_COALESCED, RS_RECLAIM_PER_OP };
 enum rs_wait_mode { RS_WAIT_RING, RS_WAIT_EPOLL };
 enum rs_blocking_mode { RS_BLOCKING_ENGINE, RS_BLOCKING_KERNEL };
-enum rs_rr_mode { RS_RR_KERNEL, RS_RR_ENGINE };
+enum rs_rr_mode { RS_RR_AUTO, RS_RR_KERNEL, RS_RR_ENGINE };
 enum rs_zc_mode { RS_ZC_AUTO, RS_ZC_ALWAYS, RS_ZC_NEVER };
 enum rs_setup_mode { RS_SETUP_AUTO, RS_SETUP_DEFER, RS_SETUP_COOP, RS_SETUP_PLAIN };
 

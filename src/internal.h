@@ -228,6 +228,8 @@ struct rs_runtime {
 			     * set): off by default, it costs on every file read */
 	int pid;            /* this process (updated in a fork child); a vfork
 			     * child sees another pid and stays hands-off */
+	int rr_engine;      /* request-response connections stay the engine's
+			     * (RINGSOCK_REQUEST_RESPONSE, auto resolved) */
 	struct rs_config cfg;
 };
 extern struct rs_runtime rs_rt;
@@ -315,6 +317,12 @@ const char *rs_probe_op_name(int op);
 /* Missing feature that prevents acceleration, or NULL if none.  disabled
  * is the RINGSOCK_FEATURES_DISABLE bit set (features treated as missing). */
 const char *rs_probe_blocker(const struct rs_probe *p, unsigned disabled);
+/* Whether the kernel reports a CPU-bug mitigation that runs on every
+ * system call (probe.c: PTI, retpolines, return thunks, buffer clearing on
+ * return, IBRS or IBPB at entry), read from dir (NULL: the kernel's
+ * /sys/devices/system/cpu/vulnerabilities): 1, naming them in why; 0 none;
+ * -1 the kernel does not say.  Never times anything. */
+int rs_probe_costly_calls(const char *dir, char *why, size_t n);
 
 /* ---- inline bodies ------------------------------------------------------ */
 /* fdtab.c's two-level tables: fd -> slot chunk -> record index + 1, and

@@ -321,3 +321,65 @@ const char *rs_probe_blocker(const struct rs_probe *p, unsigned disabled)
 							: "the kernel lacks IORING_SETUP_DEFER_TASKRUN (6.1+)";
 	return NULL;
 }
+
+/* ---- what a system call costs here ----------------------------------------
+ * Some of the CPU-bug mitigations the kernel reports run on every entry to
+ * the kernel or every return from it (or from each of its functions): a
+ * page-table switch (PTI), buffer clearing on each return to user space
+ * (VERW: "Clear CPU buffers"), return thunks and retpolines, IBRS written
+ * at each entry and exit, an IBPB on entry.  Where one of them runs, a
+ * system call costs several times what it costs where none does (bench/
+ * callcost.sh: a kernel recv of queued bytes about 545 ns on an EPYC with
+ * retpolines and Safe RET, 354 ns on a Xeon with enhanced IBRS alone),
+ * and the engine's batching saves more than its copies cost.  The answer
+ * comes from the files the kernel writes, the same on every run on one
+ * machine; it never times anything. */
+static const struct {
+	const char *file;      /* in /sys/devices/system/cpu/vulnerabilities */
+	const char *text[4];   /* any of these in its line */
+} costly[] = {
+	{ "meltdown", { "PTI" } },
+	/* (legacy IBRS; not "Enhanced / Automatic IBRS") */
+	{ "spectre_v2", { "Retpolines", "Mitigation: IBRS" } },
+	{ "retbleed", { "untrained return thunk", "Mitigation: IBRS", "IBPB", "Stuffing" } },
+	{ "spec_rstack_overflow", { "Safe RET", "IBPB" } }, /* (with or without microcode) */
+	{ "mds", { "Clear CPU buffers" } },
+	{ "tsx_async_abort", { "Clear CPU buffers" } },
+	{ "mmio_stale_data", { "Clear CPU buffers" } },
+	{ "reg_file_data_sampling", { "Clear Register File" } },
+	{ "tsa", { "Clear CPU buffers" } },
+	{ "indirect_target_selection", { "thunks" } },
+};
+
+int rs_probe_costly_calls(const char *dir, char *why, size_t n)
+{
+	if (!dir)
+		dir = "/sys/devices/system/cpu/vulnerabilities";
+	if (n)
+		why[0] = 0;
+	int found = 0, any = 0;
+	size_t at = 0;
+	for (size_t i = 0; i < sizeof(costly) / sizeof(costly[0]); i++) {
+		char path[256], line[256];
+		snprintf(path, sizeof(path), "%s/%s", dir, costly[i].file);
+		long fd = rs_syscall(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		long k = rs_syscall(SYS_read, fd, line, sizeof(line) - 1);
+		rs_sys_close((int)fd);
+		line[k > 0 ? k : 0] = 0;
+		line[strcspn(line, "\n")] = 0;
+		any = 1;
+		int hit = 0;
+		for (int j = 0; j < 4 && costly[i].text[j] && !hit; j++)
+			hit = strstr(line, costly[i].text[j]) != NULL;
+		if (!hit)
+			continue;
+		found = 1;
+		if (at + 1 < n) {
+			int w = snprintf(why + at, n - at, "%s%s (%s)", at ? ", " : "", costly[i].file, line);
+			at = w < 0 ? at : at + (size_t)w < n ? at + (size_t)w : n - 1;
+		}
+	}
+	return found ? 1 : any ? 0 : -1;
+}

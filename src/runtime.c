@@ -26,6 +26,22 @@ static void after_fork_child_off(void)
 	rs_foreign_after_fork_child();
 }
 
+/* RINGSOCK_REQUEST_RESPONSE=auto: an event loop's request-response
+ * connections stay the engine's where the kernel reports a mitigation that
+ * makes every system call costly (the batching saves more than its copies
+ * cost there), and go to the kernel's calls elsewhere (probe.c). */
+static void request_response_mode(void)
+{
+	long v = rs_rt.cfg.v[RS_K_REQUEST_RESPONSE];
+	if (v == RS_RR_AUTO) {
+		char why[512];
+		v = rs_probe_costly_calls(NULL, why, sizeof(why)) > 0 ? RS_RR_ENGINE : RS_RR_KERNEL;
+		if (v == RS_RR_ENGINE)
+			rs_info("request-response connections: the engine's (system calls are costly here: %s)", why);
+	}
+	rs_rt.rr_engine = v == RS_RR_ENGINE;
+}
+
 void rs_runtime_init(char *const *envp, int secure)
 {
 	int expect = RS_ST_UNINIT;
@@ -61,8 +77,10 @@ void rs_runtime_init(char *const *envp, int secure)
 		rs_rt.pt_reason = RINGSOCK_PT_NO_IO_URING;
 	else
 		rs_rt.pt_reason = RINGSOCK_PT_ENGINE_OFF;
-	if (!rs_rt.passthrough && rs_rt.pt_reason == RINGSOCK_PT_ENGINE_OFF)
+	if (!rs_rt.passthrough && rs_rt.pt_reason == RINGSOCK_PT_ENGINE_OFF) {
+		request_response_mode();
 		rs_engine_init();
+	}
 	/* No thread may be updating the counters' registry when fork copies
 	 * it, and the child makes the foreign-ring scan's lock anew (another
 	 * thread may have held it); with the engine on, its own fork

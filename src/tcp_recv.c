@@ -167,7 +167,7 @@ void rs_tcp_rr_read(struct rs_tcp *t)
 		} else if (!one || t->rx_direct) {
 			t->rr_rounds = 0;
 		} else if (++t->rr_rounds >= RS_RR_ROUNDS && t->e.owner == rs_ring_tls && t->e.mode == RS_ES_ARMED &&
-			   rs_rt.cfg.v[RS_K_REQUEST_RESPONSE] == RS_RR_KERNEL) {
+			   !rs_rt.rr_engine) {
 			rs_tcp_go_direct(t->e.owner, t, RS_DIRECT_RR);
 		}
 		t->rr_rx = t->rr_tx = 0;

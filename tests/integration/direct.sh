@@ -118,7 +118,8 @@ expect "alone of two: 64 lone wake-ups again: the kernel's" "$out" ewait:64 \
 # A request-response connection of an event loop (nonblocking: one
 # request read, one answer sent, round after round): nothing for the
 # engine to merge, so after 16 such rounds in a row its reads and sends go
-# to the kernel (RINGSOCK_REQUEST_RESPONSE=kernel, the default); four
+# to the kernel (RINGSOCK_REQUEST_RESPONSE=kernel; the default, auto,
+# chooses it where system calls are cheap, below); four
 # rounds in a row with two sends each give it back to the engine, and so
 # do 16 sends in a row with no read (a stream: each would be a system
 # call where the engine merges them).  A
@@ -126,7 +127,7 @@ expect "alone of two: 64 lone wake-ups again: the kernel's" "$out" ewait:64 \
 # read (its second send made its engine state: RINGSOCK_ARM_AFTER), so
 # the switch is at the 19th read.
 rsteps="nonblock:1 rr:18 rr:1 rr:8 rrtwo:4 rrtwo:1 rrtwo:1 rrb:16 rrb:1 rrb:2 push:14 push:1 rrc:16 rrc:1"
-out=$(LD_PRELOAD="$RS_LIB" "$RS_DIRECT" $rsteps)
+out=$(RINGSOCK_REQUEST_RESPONSE=kernel LD_PRELOAD="$RS_LIB" "$RS_DIRECT" $rsteps)
 check "rr: the peer ran" test "$(echo "$out" | tail -1)" = "peer ok"
 expect "rr: 15 rounds counted: still the engine's" "$out" rr:18 "direct_on=0 direct_off=0"
 expect "rr: the 16th: the kernel's" "$out" rr:1 "direct_on=1 direct_off=0"
@@ -143,10 +144,23 @@ expect "rr: the 16th send in a row: the engine's again" "$out" push:1 "direct_on
 expect "rr: 15 rounds after the stream: still the engine's" "$out" rrc:16 "direct_on=0 direct_off=0 kernel_reads=0"
 expect "rr: the 16th: the kernel's" "$out" rrc:1 "direct_on=1 direct_off=0"
 for i in 1 2; do
-	again=$(LD_PRELOAD="$RS_LIB" "$RS_DIRECT" $rsteps)
+	again=$(RINGSOCK_REQUEST_RESPONSE=kernel LD_PRELOAD="$RS_LIB" "$RS_DIRECT" $rsteps)
 	check "rr: run $i gives the same counts" test "$again" = "$out"
 done
 # RINGSOCK_REQUEST_RESPONSE=engine: the same rounds stay the engine's.
+kout=$out
 out=$(RINGSOCK_REQUEST_RESPONSE=engine LD_PRELOAD="$RS_LIB" "$RS_DIRECT" $rsteps)
 check "rr engine: no switch" test "$(echo "$out" | grep -c 'direct_on=0 direct_off=0 kernel_reads=0 ')" = 13
+eout=$out
+# The default (auto) is one of the two, as `ringsock check` says for this
+# machine (the kernel's mitigations on every system call: the same answer
+# on every run).
+aout=$(env -u RINGSOCK_REQUEST_RESPONSE LD_PRELOAD="$RS_LIB" "$RS_DIRECT" $rsteps)
+if "$RS_CLI" check | grep -q '^request-response: *batched by the engine (RINGSOCK_REQUEST_RESPONSE=auto'; then
+	check "rr auto: the engine's here (costly system calls)" test "$aout" = "$eout"
+elif "$RS_CLI" check | grep -q "^request-response: *the kernel's calls after 16 rounds (RINGSOCK_REQUEST_RESPONSE=auto)"; then
+	check "rr auto: the kernel's calls here" test "$aout" = "$kout"
+else
+	check "rr auto: ringsock check names the choice" false
+fi
 finish

@@ -9,6 +9,10 @@
  * Every request and answer must arrive whole and in order across each
  * switch (a receive cancelled with bytes held, reads that must take what
  * the engine held first), with every call's result the kernel's.
+ * The default (auto) keeps the connection on the engine where system
+ * calls are costly; the run with the kernel's calls chosen switches on
+ * every machine.
+ * RUN_ALSO=RINGSOCK_REQUEST_RESPONSE=kernel
  * ENGINE_MIN_ACCELERATED=2 */
 #include "../scn.h"
 
