@@ -328,10 +328,11 @@ const char *rs_probe_blocker(const struct rs_probe *p, unsigned disabled)
  * page-table switch (PTI), buffer clearing on each return to user space
  * (VERW: "Clear CPU buffers"), return thunks and retpolines, IBRS written
  * at each entry and exit, an IBPB on entry.  Where one of them runs, a
- * system call costs several times what it costs where none does (bench/
- * callcost.sh: a kernel recv of queued bytes about 545 ns on an EPYC with
- * retpolines and Safe RET, 354 ns on a Xeon with enhanced IBRS alone),
- * and the engine's batching saves more than its copies cost.  The answer
+ * system call costs more (bench/callcost.sh: a kernel recv of queued bytes
+ * about 550 ns on an EPYC with retpolines and Safe RET, 354 ns on a Xeon
+ * with enhanced IBRS alone, 860 ns on session 28's machine), and the
+ * engine's batching saves more than its copies cost (bench/README: the
+ * knob_request_response rows on each).  The answer
  * comes from the files the kernel writes, the same on every run on one
  * machine; it never times anything. */
 static const struct {
