@@ -37,6 +37,12 @@ enum rs_reclaim_mode { RS_RECLAIM_COALESCED, RS_RECLAIM_PER_OP };
 enum rs_wait_mode { RS_WAIT_RING, RS_WAIT_EPOLL };
 enum rs_blocking_mode { RS_BLOCKING_ENGINE, RS_BLOCKING_KERNEL };
 enum rs_rr_mode { RS_RR_AUTO, RS_RR_KERNEL, RS_RR_ENGINE };
+/* RINGSOCK_REQUEST_RESPONSE resolved: the engine's batching (engine, or
+ * auto where rs_probe_costly_calls said 1), else the kernel's calls. */
+static inline int rs_rr_engine(long mode, int costly)
+{
+	return mode == RS_RR_ENGINE || (mode == RS_RR_AUTO && costly > 0);
+}
 enum rs_zc_mode { RS_ZC_AUTO, RS_ZC_ALWAYS, RS_ZC_NEVER };
 enum rs_setup_mode { RS_SETUP_AUTO, RS_SETUP_DEFER, RS_SETUP_COOP, RS_SETUP_PLAIN };
 

@@ -32,14 +32,12 @@ static void after_fork_child_off(void)
  * cost there), and go to the kernel's calls elsewhere (probe.c). */
 static void request_response_mode(void)
 {
-	long v = rs_rt.cfg.v[RS_K_REQUEST_RESPONSE];
-	if (v == RS_RR_AUTO) {
-		char why[512];
-		v = rs_probe_costly_calls(NULL, why, sizeof(why)) > 0 ? RS_RR_ENGINE : RS_RR_KERNEL;
-		if (v == RS_RR_ENGINE)
-			rs_info("request-response connections: the engine's (system calls are costly here: %s)", why);
-	}
-	rs_rt.rr_engine = v == RS_RR_ENGINE;
+	long mode = rs_rt.cfg.v[RS_K_REQUEST_RESPONSE];
+	char why[512];
+	int costly = mode == RS_RR_AUTO ? rs_probe_costly_calls(NULL, why, sizeof(why)) : 0;
+	rs_rt.rr_engine = rs_rr_engine(mode, costly);
+	if (costly > 0)
+		rs_info("request-response connections: the engine's (system calls are costly here: %s)", why);
 }
 
 void rs_runtime_init(char *const *envp, int secure)

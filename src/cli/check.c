@@ -219,16 +219,14 @@ int rs_cli_check(const struct rs_config *cfg, int knobs_only, char **routes, int
 		       cfg->v[RS_K_UDP] ? "" : "UDP (RINGSOCK_UDP=0) and ");
 	char why[512];
 	int costly = rs_probe_costly_calls(NULL, why, sizeof(why));
-	long rr = cfg->v[RS_K_REQUEST_RESPONSE];
+	long mode = cfg->v[RS_K_REQUEST_RESPONSE];
+	int batched = rs_rr_engine(mode, costly);
 	printf("%-26s%s%s\n", "costly system calls:",
 	       costly > 0 ? "yes, mitigations on every call: " : costly == 0 ? "no (no mitigation on every call reported)"
 	       : "unknown (no /sys/devices/system/cpu/vulnerabilities)", costly > 0 ? why : "");
-	if (rr == RS_RR_AUTO)
-		rr = costly > 0 ? RS_RR_ENGINE : RS_RR_KERNEL;
 	printf("%-26s%s (RINGSOCK_REQUEST_RESPONSE=%s)\n", "request-response:",
-	       rr == RS_RR_ENGINE ? "batched by the engine" : "the kernel's calls after 16 rounds",
-	       cfg->v[RS_K_REQUEST_RESPONSE] == RS_RR_AUTO ? (rr == RS_RR_ENGINE ? "auto: costly calls" : "auto")
-	       : rr == RS_RR_ENGINE ? "engine" : "kernel");
+	       batched ? "batched by the engine" : "the kernel's calls after 16 rounds",
+	       mode == RS_RR_AUTO ? (batched ? "auto: costly calls" : "auto") : batched ? "engine" : "kernel");
 	printf("network links:\n");
 	rs_netinfo_print_links(stdout, "  ");
 	printf("routes and send policy (the engine asks the kernel per destination: check --route ADDR):\n");
