@@ -322,6 +322,26 @@ struct rs_esock *rs_ring_txq_take(struct rs_ring *r);
 /* Wake r's owner (it may sleep in a wait with the ring's eventfd). */
 void rs_ring_kick(struct rs_ring *r);
 
+/* ---- ringfile.c: the ring's registered files --------------------------------- */
+/* The table is changed only by r's owner (SINGLE_ISSUER): mine says the
+ * caller is (r == rs_ring_tls).  Before each send through the ring (lock
+ * held): at e's RS_SLOT_AFTER'th, its armed number's slot, if the table
+ * has room and the owner calls. */
+void rs_ring_slot_take(struct rs_ring *r, struct rs_esock *e, int mine);
+/* e leaves r (lock held, nothing of e in flight or prepared): its slot
+ * goes, at once on the owner's thread, else at the owner's next round. */
+void rs_ring_slot_drop(struct rs_ring *r, struct rs_esock *e, int mine);
+void rs_ring_slots_sweep(struct rs_ring *r); /* the owner: clear those */
+void rs_ring_slots_free(struct rs_ring *r);  /* the ring goes (or a fork child's) */
+/* Name e's file in sqe: its slot when it has one, else its fd (as set). */
+static inline void rs_ring_sqe_file(struct io_uring_sqe *sqe, const struct rs_esock *e)
+{
+	if (e->slot >= 0) {
+		sqe->fd = e->slot;
+		sqe->flags |= IOSQE_FIXED_FILE;
+	}
+}
+
 /* ---- ringpoll.c: one-shot polls through the ring ---------------------------- */
 /* A one-shot poll for input on fd (an epoll set, known by key) through
  * slot's poll of the ring, unless one is armed for key already; an armed

@@ -78,6 +78,7 @@ enum {
 	RS_C_EP_REARMS,        /* layout version 11 */
 	RS_C_FD_LISTINGS,      /* layout version 12 */
 	RS_C_ALONE_HANDOVERS,  /* layout version 13 */
+	RS_C_FILE_SLOTS,       /* layout version 14 */
 	RS_C_COUNT
 };
 struct rs_tstats;
@@ -296,6 +297,7 @@ struct rs_probe {
 	int mshot_recv;      /* multishot recv completes with F_MORE */
 	int bundle;          /* IORING_FEAT_RECVSEND_BUNDLE */
 	int send_zc;         /* IORING_OP_SEND_ZC */
+	int sparse_files;    /* a sparse registered file table (5.19) */
 };
 void rs_probe_run(struct rs_probe *p);
 /* Zero-copy sends here (probed once per process, on the engine's ring):

@@ -15,5 +15,5 @@ const char *const rs_engine_names[RS_ENGINE_COUNTERS] = {
 	"reclaim_batches", "reclaim_returns", "frag_chunks", "detached", "direct", "drained",
 	"cq_backlogs", "rx_overflows", "direct_on", "direct_off", "buf_grows", "udp_drops",
 	"udp_queued", "udp_gso_sends", "udp_send_errors", "zc_sends", "zc_copied", "zc_refused", "ep_rearms",
-	"fd_listings", "alone_handovers",
+	"fd_listings", "alone_handovers", "file_slots",
 };

@@ -5,7 +5,7 @@
 #include "ringsock.h"
 
 /* the engine's counters: struct ringsock_stats from `rings` on */
-#define RS_ENGINE_COUNTERS 27
+#define RS_ENGINE_COUNTERS 28
 extern const char *const rs_fam_names[RINGSOCK_FAM_COUNT];
 extern const char *const rs_dom_names[RINGSOCK_DOM_COUNT];
 extern const char *const rs_pt_names[RINGSOCK_PT_COUNT];

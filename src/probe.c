@@ -274,6 +274,11 @@ void rs_probe_run(struct rs_probe *p)
 	p->send_zc = p->op_ok[IORING_OP_SEND_ZC];
 	probe_buf_ring_and_recv(p, &ring);
 	probe_accept(p, &ring);
+	/* A sparse registered file table (5.19), as ringfile.c registers. */
+	if (io_uring_register_files_sparse(&ring, 64) == 0) {
+		p->sparse_files = 1;
+		io_uring_unregister_files(&ring);
+	}
 	io_uring_queue_exit(&ring);
 }
 

@@ -16,7 +16,7 @@
 #include "ringsock.h"
 
 #define RS_PUB_MAGIC 0x31545352u /* "RST1" */
-#define RS_PUB_VERSION 6
+#define RS_PUB_VERSION 7
 #define RS_PUB_DIR "/dev/shm"
 #define RS_PUB_PREFIX "ringsock."
 #define RS_PUB_MAX_SOCKS 8192
@@ -95,6 +95,6 @@ static inline unsigned long long rs_pub_ns_inode(const char *link)
 }
 
 /* (a change of layout must change the version) */
-_Static_assert(sizeof(struct rs_pub) == 197248, "struct rs_pub changed: bump RS_PUB_VERSION and this size");
+_Static_assert(sizeof(struct rs_pub) == 197256, "struct rs_pub changed: bump RS_PUB_VERSION and this size");
 
 #endif

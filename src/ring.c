@@ -380,6 +380,8 @@ static void ring_prepare(struct rs_ring *r)
 {
 	rs_assert(rs_ring_held(r));
 	r->prepare_seq++;
+	if (r->slots_gone && r == rs_ring_tls)
+		rs_ring_slots_sweep(r);
 	while (r->detach) {
 		struct rs_esock *e = r->detach;
 		r->detach = e->detach_next;
@@ -674,6 +676,7 @@ void rs_ring_teardown(struct rs_ring *r)
 	if (r->kw.have)
 		rs_fdguard_release(r->kw.epfd);
 	r->kw.have = 0;
+	rs_ring_slots_free(r); /* (the table went with the ring) */
 	rs_ring_tls = NULL;
 	/* last: from here another thread may claim the record (under
 	 * all_lock, not this lock) */
@@ -698,6 +701,7 @@ void rs_rings_after_fork_child(void)
 		if (r->kw.have)
 			rs_fdguard_release(r->kw.epfd);
 		r->kw.have = 0;
+		rs_ring_slots_free(r); /* (the parent's table) */
 		r->frag.cur = NULL;
 		r->frag.free = NULL; /* heap memory: leaked in the child, small */
 		r->dead = 1;

@@ -136,6 +136,7 @@ void rs_esock_init(struct rs_esock *e, const struct rs_kind_ops *ops, struct rs_
 	pthread_mutex_init(&e->mu, NULL);
 	e->ops = ops;
 	e->fd = fd;
+	e->slot = -1;
 	e->sock = s;
 	atomic_fetch_add(&s->refs, 1);
 	RS_STORE(e->mode, RS_ES_ARMED);
@@ -285,6 +286,7 @@ static void leave_ring(struct rs_ring *r, struct rs_esock *e)
 	if (e->ops->leave_ring)
 		e->ops->leave_ring(r, e);
 	rs_ring_forget(r, e);
+	rs_ring_slot_drop(r, e, r == rs_ring_tls);
 	rs_ring_disown(r, e);
 	__atomic_store_n(&e->owner, NULL, __ATOMIC_RELEASE);
 }
@@ -294,6 +296,7 @@ void rs_esock_finalize_detach(struct rs_ring *r, struct rs_esock *e)
 	if (e->ops->leave_ring)
 		e->ops->leave_ring(r, e);
 	rs_ring_forget(r, e);
+	rs_ring_slot_drop(r, e, r == rs_ring_tls);
 	rs_mutex_lock(&e->mu);
 	rs_ring_disown(r, e);
 	RS_STORE(e->mode, RS_ES_DETACHED);
@@ -340,6 +343,7 @@ void rs_esock_fork_child(struct rs_esock *e)
 			r->nrecv--;
 	}
 	e->owner = NULL;
+	e->slot = -1; /* (the parent's ring's table) */
 	pthread_mutex_init(&e->mu, NULL);
 	RS_STORE(e->mode, RS_ES_DETACHED);
 	e->recv_armed = e->recv_cancel = 0;

@@ -266,7 +266,7 @@ __attribute__((visibility("default"))) int ringsock_stats_snapshot(struct ringso
 	size_t n = out->size - hdr;
 	if (n > sizeof(c))
 		n = sizeof(c);
-	out->version = 13;
+	out->version = 14;
 	memcpy((char *)out + hdr, c, n & ~(sizeof(uint64_t) - 1));
 	return 0;
 }

@@ -106,6 +106,7 @@ void rs_tcp_submit_tx(struct rs_ring *r, struct rs_tcp *t)
 		return;
 	t->tx_new = 0;
 	t->tx_holds = 0;
+	rs_ring_slot_take(r, &t->e, r == rs_ring_tls); /* (a connection that lives: its slot) */
 	struct io_uring_sqe *sqe = rs_ring_sqe(r);
 	if (!sqe) {
 		rs_ring_txq_add(r, &t->e); /* no room in the SQ: at the next round */
@@ -161,6 +162,7 @@ void rs_tcp_submit_tx(struct rs_ring *r, struct rs_tcp *t)
 	} else {
 		io_uring_prep_sendmsg(sqe, t->e.fd, &t->txs->msg, MSG_NOSIGNAL | how);
 	}
+	rs_ring_sqe_file(sqe, &t->e);
 	t->inflight_segs = k;
 	t->inflight_bytes = bytes;
 	if (!h)

@@ -106,6 +106,12 @@ struct rs_tcp {
 	uint16_t direct_reads;    /* reads through the kernel that count toward
 				   * the engine's receive again (see
 				   * rs_tcp_direct_read) */
+	uint8_t wt_shift;         /* a waiting reader's retries so far that the
+				   * waits sent back (0..RS_WAITER_SHIFT_MAX):
+				   * the next comes after RS_WAITER_RETRY <<
+				   * wt_shift blocking reads */
+	uint8_t wt_retried;       /* the engine's receive is back for a retry
+				   * (1024 << wt_shift blocking reads) */
 	uint8_t send_inflight;    /* one send in flight at a time */
 	uint8_t rx_eof;           /* the input ended (the peer's FIN read) */
 	uint8_t shut_wr;          /* shutdown(SHUT_WR) done */

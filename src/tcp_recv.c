@@ -60,6 +60,7 @@ void rs_tcp_submit_recv(struct rs_ring *r, struct rs_tcp *t)
 		return;
 	}
 	io_uring_prep_recv_multishot(sqe, t->e.fd, NULL, 0, 0);
+	rs_ring_sqe_file(sqe, &t->e);
 	sqe->flags |= IOSQE_BUFFER_SELECT;
 	sqe->buf_group = r->buf.bgid;
 	sqe->file_index = cap; /* (the union's optlen: the byte cap) */
@@ -78,6 +79,8 @@ void rs_tcp_submit_recv(struct rs_ring *r, struct rs_tcp *t)
 static const char *const direct_name[] = { "none", "probation", "request-response", "alone", "waiting reader",
 					      "bulk reader", "shared with another process", "shut down" };
 
+#define RS_WAITER_SHIFT_MAX 5 /* (rs_tcp_direct_read) */
+
 void rs_tcp_go_direct(struct rs_ring *r, struct rs_tcp *t, int why)
 {
 	t->rx_probation = 0;
@@ -90,6 +93,9 @@ void rs_tcp_go_direct(struct rs_ring *r, struct rs_tcp *t, int why)
 		 direct_name[t->rx_direct ? t->direct_why : 0]);
 	if (why == RS_DIRECT_WAITING || why == RS_DIRECT_BULK || why == RS_DIRECT_ALONE || why == RS_DIRECT_RR)
 		rs_stat_add(RS_C_DIRECT_ON, 1);
+	if (why == RS_DIRECT_WAITING && t->wt_retried && t->wt_shift < RS_WAITER_SHIFT_MAX)
+		t->wt_shift++; /* (the retry did not pay: wait twice as long next time) */
+	t->wt_retried = 0;
 	t->direct_why = (uint8_t)why;
 	t->direct_reads = 0;
 	t->rx_waits = 0;
@@ -192,7 +198,9 @@ void rs_tcp_rr_sent(struct rs_tcp *t)
  *     became an event loop's), or RS_WAITER_RETRY blocking reads (it is
  *     given the engine again; RS_WAITS_TO_DIRECT blocking reads in a row
  *     that each wait send it back to the kernel if it still waits for
- *     every read: tcp_recvcall.c);
+ *     every read: tcp_recvcall.c); each retry the waits sent back makes
+ *     the next come after twice as many (up to 32 times, as for UDP:
+ *     udp_recv.c), an end by nonblocking reads starts from 1024 again;
  *   a bulk reader: RS_BULK_BACK reads in a row below
  *     RINGSOCK_DIRECT_THRESHOLD (it reads small from now on; a large
  *     read starts the count again). */
@@ -222,7 +230,7 @@ void rs_tcp_direct_read(struct rs_ring *r, struct rs_tcp *t, size_t want, int no
 				return;
 			need = 0;
 		} else {
-			need = RS_WAITER_RETRY;
+			need = RS_WAITER_RETRY << t->wt_shift;
 		}
 		break;
 	case RS_DIRECT_BULK: /* (by the size asked for, data or not) */
@@ -237,8 +245,14 @@ void rs_tcp_direct_read(struct rs_ring *r, struct rs_tcp *t, size_t want, int no
 	}
 	if (need && ++t->direct_reads < need)
 		return;
-	if (r == rs_ring_tls && !t->rx_eof && !t->shut_rd && t->e.mode == RS_ES_ARMED)
+	if (r == rs_ring_tls && !t->rx_eof && !t->shut_rd && t->e.mode == RS_ES_ARMED) {
+		if (t->direct_why == RS_DIRECT_WAITING) {
+			t->wt_retried = !nonblocking; /* (a retry; else an event loop's now) */
+			if (nonblocking)
+				t->wt_shift = 0;
+		}
 		end_direct(r, t);
+	}
 }
 
 /* The next byte to read is the urgent mark: the kernel ends a read there

@@ -457,6 +457,17 @@ struct rs_ring {
 	unsigned lone_wakes;    /* count, 0..64 [owner] */
 	uint8_t alone;          /* 1: lone_wakes reached 64 [owner writes
 				 * (RS_STORE); hint] */
+#define RS_SLOT_AFTER 16 /* a socket's sends through the ring before it gets a slot */
+#define RS_SLOT_GONE ((struct rs_esock *)1)
+	/* The ring's registered files (ringfile.c): slot i holds the socket
+	 * armed on fd i, given one after its RS_SLOT_AFTER'th send, so its
+	 * io_uring operations skip the file lookup and reference count: */
+	int nslots;             /* the file table's size; 0: not registered yet,
+				 * -1: refused (never asked again) [lock] */
+	struct rs_esock **slot_of; /* nslots entries: the socket holding each
+				 * slot, RS_SLOT_GONE while its clearing waits
+				 * for the owner, NULL: empty [lock] */
+	unsigned slots_gone;    /* entries RS_SLOT_GONE (count) [lock] */
 	struct rs_kwatch kw;    /* kwatch.c's record (last: cold) [lock] */
 };
 
@@ -559,6 +570,12 @@ struct rs_esock {
 	uint8_t k_hup;           /* the kernel reported ERR or HUP for it (a
 				  * reset the engine's receive may not see):
 				  * sends go to the kernel [hint, set only] */
+	uint8_t ring_sends;      /* sends through the owner's ring, up to
+				  * RS_SLOT_AFTER (count) [ring] */
+	int slot;                /* its slot in the owner's file table
+				  * (ringfile.c: the number it was armed on),
+				  * -1: none; set while armed, gone when it
+				  * leaves the ring [ring] */
 };
 
 /* A kind's operations: one table per kind (tcp.c rs_tcp_ops, udp.c

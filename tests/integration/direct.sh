@@ -16,7 +16,7 @@ expect() {
 }
 
 steps="waits:1 feed:8 read:8 waits:3 waits:2 feed:9 read:9 feed:10 nbread:10 waits:4 feed:1030 read:1030
-	feed:64 big:1 feed:20 read:20 feed:64 read:3 bigheld:1 feed:1045 read:21 bigfull:1 fork:1 feed:12 nbread:12"
+	waits:5 feed:1000 read:1000 feed:1060 read:1060 feed:64 big:1 feed:20 read:20 feed:64 read:3 bigheld:1 feed:1045 read:21 bigfull:1 fork:1 feed:12 nbread:12"
 out=$(LD_PRELOAD="$RS_LIB" "$RS_DIRECT" $steps)
 check "the peer ran" test "$(echo "$out" | tail -1)" = "peer ok"
 # One read that had to wait (a server's first read before the client's
@@ -41,6 +41,12 @@ expect "four waits in a row again: the kernel's" "$out" waits:4 "direct_on=1 dir
 # (the two after the switch, in waits:4, count).
 expect "blocking reads: the engine again at the 1024th" "$out" read:1030 \
 	"direct_on=0 direct_off=1 kernel_reads=1022 engine_reads=8"
+# The retry did not pay (four waits send it back): the next one comes
+# after twice as many blocking reads, 2048.
+expect "four waits after the retry: the kernel's" "$out" waits:5 "direct_on=1 direct_off=0 kernel_reads=2"
+expect "1000 blocking reads then: the kernel's" "$out" read:1000 "direct_on=0 direct_off=0 kernel_reads=1000 engine_reads=0"
+expect "the next retry at the 2048th" "$out" read:1060 \
+	"direct_on=0 direct_off=1 kernel_reads=1045 engine_reads=15"
 # A read of RINGSOCK_DIRECT_THRESHOLD bytes or more with nothing held: a
 # bulk reader, straight from the kernel; 16 smaller reads in a row bring
 # it back.

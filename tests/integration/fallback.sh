@@ -47,6 +47,8 @@ done
 WRAP="$RS_NO_URING" run_mode "seccomp blocks io_uring_setup" off RINGSOCK_LOG=warn
 # Optional for the engine: without the receive's byte cap it keeps serving.
 run_mode "FEATURES_DISABLE=recv_cap" on RINGSOCK_FEATURES_DISABLE=recv_cap
+# Nor without registered files (sockets named by their descriptors).
+run_mode "FEATURES_DISABLE=fixed_files" on RINGSOCK_FEATURES_DISABLE=fixed_files
 # Features the engine does not use are not knob values.
 RINGSOCK_FEATURES_DISABLE=send_zc "$RS_CLI" check --knobs >"$TMP/k" 2>&1; rc=$?
 check "FEATURES_DISABLE=send_zc is refused with a message naming it" grep -q "FEATURES_DISABLE='send_zc' is invalid" "$TMP/k"

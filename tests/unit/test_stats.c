@@ -53,10 +53,14 @@ static void test_public_snapshot(void **state)
 	uint64_t raw[RS_C_COUNT];
 	rs_stats_snapshot(raw);
 	assert_int_equal(ringsock_stats_snapshot(&st), 0);
-	assert_int_equal(st.version, 13);
+	assert_int_equal(st.version, 14);
 	assert_int_equal(st.sockets_created[RINGSOCK_DOM_INET6], raw[RS_C_SOCKETS_CREATED + RINGSOCK_DOM_INET6]);
 	assert_int_equal(st.passthrough[RINGSOCK_PT_ENGINE_OFF], raw[RS_C_PASSTHROUGH + RINGSOCK_PT_ENGINE_OFF]);
 	assert_int_equal(st.bytes_received, raw[RS_C_BYTES_RECEIVED]);
+	rs_stat_add(RS_C_FILE_SLOTS, 3);
+	rs_stats_snapshot(raw);
+	assert_int_equal(ringsock_stats_snapshot(&st), 0);
+	assert_int_equal(st.file_slots, raw[RS_C_FILE_SLOTS]);
 	/* an older, smaller struct: fields beyond its size untouched */
 	struct ringsock_stats small;
 	memset(&small, 0xab, sizeof(small));
