@@ -23,11 +23,12 @@
  * registered at the first slot given, sized by RLIMIT_NOFILE then (up to
  * RS_SLOTS_MAX: numbers above it keep naming the fd); a kernel that
  * refuses it (before 5.19, or RINGSOCK_FEATURES_DISABLE=fixed_files)
- * leaves every socket named by its fd.
+ * leaves every socket named by its fd.  (A send from a signal handler
+ * may be the one that takes the slot: what runs here is async-signal-safe,
+ * system calls and mmap.)
  */
 #define _GNU_SOURCE 1
-#include <stdlib.h>
-#include <string.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 
 #include "engine_int.h"
@@ -49,11 +50,12 @@ static int slots_register(struct rs_ring *r)
 		want = rl.rlim_cur;
 	if (want < 64)
 		return -1;
-	struct rs_esock **of = calloc(want, sizeof(*of));
-	if (!of)
+	/* (zeroed pages, made on first touch: the numbers in use) */
+	struct rs_esock **of = mmap(NULL, want * sizeof(*of), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (of == MAP_FAILED)
 		return -1;
 	if (io_uring_register_files_sparse(&r->ring, (unsigned)want) != 0) {
-		free(of);
+		munmap(of, want * sizeof(*of));
 		return -1;
 	}
 	r->slot_of = of;
@@ -114,9 +116,9 @@ void rs_ring_slots_sweep(struct rs_ring *r)
 			/* (the slot is never given again) */
 			static atomic_int said;
 			if (!atomic_exchange(&said, 1))
-				rs_info("could not clear a registered file of the ring (%s): its socket "
-					"stays open until the thread exits",
-					strerror(-e));
+				rs_info("could not clear a registered file of the ring (errno %d): its "
+					"socket stays open until the thread exits",
+					-e);
 			continue;
 		}
 		r->slot_of[i] = NULL;
@@ -125,7 +127,8 @@ void rs_ring_slots_sweep(struct rs_ring *r)
 
 void rs_ring_slots_free(struct rs_ring *r)
 {
-	free(r->slot_of);
+	if (r->slot_of)
+		munmap(r->slot_of, (size_t)r->nslots * sizeof(*r->slot_of));
 	r->slot_of = NULL;
 	r->nslots = 0;
 	r->slots_gone = 0;
