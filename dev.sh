@@ -21,7 +21,7 @@ cd "$(dirname "$0")"
 # integration.metrics scrapes with; systemd: systemd-analyze for
 # integration.services), and what the benchmarks add.
 DEPS=(build-essential cmake pkg-config liburing-dev libnl-3-dev libnl-route-3-dev
-      libnl-genl-3-dev libnl-idiag-3-dev libcmocka-dev musl-tools iperf3 sockperf socat iproute2
+      libnl-genl-3-dev libnl-idiag-3-dev libcmocka-dev musl-tools iperf3 sockperf socat iproute2 strace
       util-linux man-db python3 procps git debhelper dpkg-dev lintian rpm
       redis-server redis-tools nginx-light wrk haproxy curl dnsmasq-base dnsperf unbound libpython3.11-testsuite gdb
       nodejs prometheus systemd libglib2.0-tests glib-networking-tests)

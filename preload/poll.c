@@ -48,7 +48,7 @@ RS_EXPORT int poll(struct pollfd *fds, nfds_t nfds, int timeout)
 	if (engine_on()) {
 		urgent_interest(fds, nfds);
 		int handled;
-		int r = rs_wait_poll(fds, nfds, NULL, timeout, NULL, NULL, &handled);
+		int r = rs_wait_poll(fds, nfds, NULL, rs_ms_ns(timeout), NULL, &handled);
 		if (handled)
 			return (int)rs_ret(r);
 	}
@@ -58,10 +58,11 @@ RS_EXPORT int poll(struct pollfd *fds, nfds_t nfds, int timeout)
 RS_EXPORT int ppoll(struct pollfd *fds, nfds_t nfds, const struct timespec *tmo, const sigset_t *ss)
 {
 	count_pollfds(fds, nfds);
-	if (engine_on()) {
+	int64_t ns = rs_timeout_ns(tmo);
+	if (engine_on() && ns != RS_TMO_INVALID) { /* (invalid: the kernel's call says EINVAL) */
 		urgent_interest(fds, nfds);
 		int handled;
-		int r = rs_wait_poll(fds, nfds, NULL, tmo ? 1 : -1, tmo, ss, &handled);
+		int r = rs_wait_poll(fds, nfds, NULL, ns, ss, &handled);
 		if (handled)
 			return (int)rs_ret(r);
 	}
@@ -87,8 +88,7 @@ static unsigned long set_mask(const fd_set *r, const fd_set *w, const fd_set *e,
 /* select over engine sockets: as a poll, then back to the sets; counts
  * the call (on sockets if any watched fd is a tracked one).  Returns
  * RS_PASS when no engine socket is involved. */
-static int select_engine(int nfds, fd_set *r, fd_set *w, fd_set *e, int timeout_ms,
-			 const struct timespec *tmo, const sigset_t *ss)
+static int select_engine(int nfds, fd_set *r, fd_set *w, fd_set *e, int64_t timeout_ns, const sigset_t *ss)
 {
 	if (!engine_on() || nfds < 0 || nfds > FD_SETSIZE) {
 		count_fdsets(nfds, r, w, e);
@@ -127,7 +127,7 @@ static int select_engine(int nfds, fd_set *r, fd_set *w, fd_set *e, int timeout_
 		return (int)RS_PASS;
 	}
 	int handled;
-	int k = rs_wait_poll(pf, (unsigned long)n, recs, timeout_ms, tmo, ss, &handled);
+	int k = rs_wait_poll(pf, (unsigned long)n, recs, timeout_ns, ss, &handled);
 	if (!handled)
 		return (int)RS_PASS;
 	if (k < 0)
@@ -167,31 +167,46 @@ static int select_engine(int nfds, fd_set *r, fd_set *w, fd_set *e, int timeout_
 
 RS_EXPORT int select(int nfds, fd_set *r, fd_set *w, fd_set *e, struct timeval *tmo)
 {
-	if (tmo && tmo->tv_sec < 0) {
-		count_fdsets(nfds, r, w, e); /* (the kernel's call says EINVAL) */
-	} else {
-		struct timespec ts, *tsp = NULL;
-		if (tmo) {
-			ts.tv_sec = tmo->tv_sec;
-			ts.tv_nsec = tmo->tv_usec * 1000;
-			tsp = &ts;
-		}
-		int k = select_engine(nfds, r, w, e, tsp ? 1 : -1, tsp, NULL);
-		if (k != (int)RS_PASS) {
-#ifdef __GLIBC__
-			if (tmo && k == 0) /* glibc's select reports the time left (musl's does not) */
-				tmo->tv_sec = tmo->tv_usec = 0;
-#endif
-			return (int)rs_ret(k);
-		}
+	/* The kernel's reading of a timeval: whole seconds carried out of
+	 * tv_usec, a negative field EINVAL (left to its call). */
+	int64_t ns = -1, start = 0;
+	if (tmo && (tmo->tv_sec < 0 || tmo->tv_usec < 0)) {
+		count_fdsets(nfds, r, w, e);
+		return REAL(select)(nfds, r, w, e, tmo);
 	}
-	return REAL(select)(nfds, r, w, e, tmo);
+	if (tmo) {
+		struct timespec ts = { tmo->tv_sec + tmo->tv_usec / 1000000, (tmo->tv_usec % 1000000) * 1000 };
+		ns = rs_timeout_ns(&ts);
+		if (ns > 0)
+			start = rs_now_ns();
+	}
+	int k = select_engine(nfds, r, w, e, ns, NULL);
+	if (k == (int)RS_PASS)
+		return REAL(select)(nfds, r, w, e, tmo);
+#ifdef __GLIBC__
+	/* glibc's select is the system call, which reports the time left
+	 * (musl's passes a copy).  In microseconds, truncated; untouched
+	 * when it was zero. */
+	if (ns > 0) {
+		int64_t left = start + ns - rs_now_ns();
+		if (left < 0)
+			left = 0;
+		tmo->tv_sec = (time_t)(left / 1000000000);
+		tmo->tv_usec = (suseconds_t)(left % 1000000000 / 1000);
+	}
+#endif
+	return (int)rs_ret(k);
 }
 
 RS_EXPORT int pselect(int nfds, fd_set *r, fd_set *w, fd_set *e, const struct timespec *tmo,
 		      const sigset_t *ss)
 {
-	int k = select_engine(nfds, r, w, e, tmo ? 1 : -1, tmo, ss);
+	int64_t ns = rs_timeout_ns(tmo);
+	if (ns == RS_TMO_INVALID) { /* (the kernel's call says EINVAL) */
+		count_fdsets(nfds, r, w, e);
+		return REAL(pselect)(nfds, r, w, e, tmo, ss);
+	}
+	int k = select_engine(nfds, r, w, e, ns, ss);
 	if (k != (int)RS_PASS)
 		return (int)rs_ret(k);
 	return REAL(pselect)(nfds, r, w, e, tmo, ss);

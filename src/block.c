@@ -56,15 +56,13 @@ int rs_wait_result(int e, int64_t deadline, int partial)
 	return 0;
 }
 
-/* Milliseconds left until deadline (-1: none), or -2 when it has passed. */
-static int ms_left(int64_t deadline)
+/* Nanoseconds left until deadline (-1: none), or -2 when it has passed. */
+static int64_t ns_left(int64_t deadline)
 {
 	if (!deadline)
 		return -1;
 	int64_t left = deadline - rs_now_ns();
-	if (left <= 0)
-		return -2;
-	return (int)((left + 999999) / 1000000);
+	return left <= 0 ? -2 : left;
 }
 
 /* A blocking call on a socket this thread's ring serves found nothing to
@@ -82,27 +80,29 @@ int rs_block_in_ring(struct rs_esock *e, int64_t deadline, int partial)
 		rs_esock_unlock(e);
 		return 0; /* something happened: look again */
 	}
-	int ms = ms_left(deadline);
-	if (ms == -2) {
+	int64_t ns = ns_left(deadline);
+	if (ns == -2) {
 		rs_esock_unlock(e);
 		return -EAGAIN;
 	}
 	rs_sig_clear();
-	return rs_wait_result(rs_ring_sleep(r, ms, NULL), deadline, partial);
+	return rs_wait_result(rs_ring_sleep(r, ns, NULL), deadline, partial);
 }
 
 /* A socket in hand-over to another thread (or with sends of ours still
  * to finish): wait a little for fd, then look again.  No lock held. */
 int rs_block_on_fd(int fd, short ev, int64_t deadline, int partial)
 {
-	int ms = ms_left(deadline);
-	if (ms == -2)
+	int64_t ns = ns_left(deadline);
+	if (ns == -2)
 		return -EAGAIN;
-	if (ms < 0 || ms > 10)
-		ms = 10;
+	if (ns < 0 || ns > RS_WAIT_SLICE_NS)
+		ns = RS_WAIT_SLICE_NS;
 	struct pollfd p = { fd, ev, 0 };
+	struct timespec ts = { (time_t)(ns / 1000000000), (long)(ns % 1000000000) };
 	rs_sig_clear();
-	return rs_wait_result((int)rs_blocking_syscall(SYS_poll, (long)&p, 1, ms, 0, 0, 0), deadline, partial);
+	return rs_wait_result((int)rs_blocking_syscall(SYS_ppoll, (long)&p, 1, (long)&ts, 0, 0, 0), deadline,
+			      partial);
 }
 
 /* A blocking kernel call on a thread that owns a ring returned a short

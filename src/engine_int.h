@@ -276,8 +276,11 @@ int rs_ring_has_completions(struct rs_ring *r);
  * detaches) is submitted by the same io_uring_enter that waits, and the
  * lock is not held while it waits.  A signal handler that runs in a call
  * that submitted something is not reported as EINTR by the kernel: the
- * caller asks sig.c (rs_sig_take). */
-int rs_ring_sleep(struct rs_ring *r, int timeout_ms, const sigset_t *ss);
+ * caller asks sig.c (rs_sig_take).  timeout_ns: -1 for none. */
+int rs_ring_sleep(struct rs_ring *r, int64_t timeout_ns, const sigset_t *ss);
+/* A wait that cannot see everything it waits for (a socket in hand-over,
+ * a ring that may hide work) looks again after this long at most. */
+#define RS_WAIT_SLICE_NS (10 * 1000000LL)
 /* A system call that blocks for the application, made a cancellation
  * point as libc's own would be (async cancellation only while it waits;
  * no lock may be held). */

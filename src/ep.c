@@ -29,6 +29,10 @@
 
 /* The first events of a round whose order against the kernel's the wait
  * keeps (ep_order). */
+#ifndef SYS_epoll_pwait2
+#define SYS_epoll_pwait2 441 /* (5.11; the same number on every architecture) */
+#endif
+
 #define RS_EP_ORDER 64
 
 /* ---- engine side: called with the socket's owner lock held ---------------- */
@@ -484,23 +488,43 @@ static void count_wake(struct rs_ring *r, int out, int max)
 	}
 }
 
-/* How long this round may wait (ms, -1: no bound): not at all with events
+/* How long this round may wait (ns, -1: no bound): not at all with events
  * in hand, what is left of the caller's timeout, 10 ms while a socket is
  * in hand-over or the ring may hide work. */
-static int round_timeout(struct rs_ring *r, int ring_mode, int timeout_ms, int64_t deadline, struct round *rd)
+static int64_t round_timeout(struct rs_ring *r, int ring_mode, int64_t timeout_ns, int64_t deadline,
+			     struct round *rd)
 {
-	int t_ms = rd->n ? 0 : timeout_ms;
-	if (t_ms > 0 && deadline >= 0) {
+	int64_t t_ns = rd->n ? 0 : timeout_ns;
+	if (t_ns > 0 && deadline >= 0) {
 		int64_t left = deadline - rs_now_ns();
-		t_ms = left <= 0 ? 0 : (int)((left + 999999) / 1000000);
+		t_ns = left <= 0 ? 0 : left;
 	}
 	if (r && RS_LOAD(r->tr_stale) && !ring_mode)
 		rd->transient = 1; /* work the ring may hide: look again soon */
-	if (rd->transient && (t_ms < 0 || t_ms > 10)) {
-		t_ms = 10; /* a socket in hand-over: look again soon */
+	if (rd->transient && (t_ns < 0 || t_ns > RS_WAIT_SLICE_NS)) {
+		t_ns = RS_WAIT_SLICE_NS; /* a socket in hand-over: look again soon */
 		rd->wake = 1;
 	}
-	return t_ms;
+	return t_ns;
+}
+
+/* The kernel's wait on the set for t_ns (-1: no bound): epoll_pwait in
+ * whole milliseconds, epoll_pwait2 for a timeout finer than that (a
+ * kernel without it, before 5.11: the milliseconds rounded up, as its
+ * own epoll_wait would be asked).  A cancellation point, like libc's. */
+static long kernel_wait(int epfd, struct epoll_event *evs, int max, int64_t t_ns, const sigset_t *ss)
+{
+	static int no_pwait2;
+	if (t_ns > 0 && t_ns % 1000000 && !RS_LOAD(no_pwait2)) {
+		struct timespec ts = { (time_t)(t_ns / 1000000000), (long)(t_ns % 1000000000) };
+		long k = rs_blocking_syscall(SYS_epoll_pwait2, epfd, (long)evs, max, (long)&ts, (long)ss, 8);
+		if (k != -ENOSYS)
+			return k;
+		RS_STORE(no_pwait2, 1);
+	}
+	int64_t ms = t_ns < 0 ? -1 : (t_ns + 999999) / 1000000;
+	return rs_blocking_syscall(SYS_epoll_pwait, epfd, (long)evs, max, ms > INT32_MAX ? -1 : (long)ms, (long)ss,
+				  8);
 }
 
 /* Nothing anywhere: sleep in the ring, the set polled by it, submitting
@@ -508,8 +532,8 @@ static int round_timeout(struct rs_ring *r, int ring_mode, int timeout_ms, int64
  * thread may take it and reap meanwhile; it wakes us through the set (it
  * writes our eventfd, which is in it).  A handler that ran during a call
  * that submitted is reported by sig.c, not the kernel.  Returns 0 (look
- * again), -ETIME (slept t_ms) or -EINTR (a handler ran). */
-static int sleep_in_ring(struct rs_ep *ep, struct rs_ring *r, int t_ms, const sigset_t *ss)
+ * again), -ETIME (slept t_ns) or -EINTR (a handler ran). */
+static int sleep_in_ring(struct rs_ep *ep, struct rs_ring *r, int64_t t_ns, const sigset_t *ss)
 {
 	rs_ring_lock(r);
 	if (rs_ring_has_completions(r) || rs_ring_poll_needed(r, RS_POLL_EP, ep)) {
@@ -517,7 +541,7 @@ static int sleep_in_ring(struct rs_ep *ep, struct rs_ring *r, int t_ms, const si
 		return 0;
 	}
 	rs_sig_clear();
-	int e = rs_ring_sleep(r, t_ms, ss);
+	int e = rs_ring_sleep(r, t_ns, ss);
 	if (e == -EINTR || rs_sig_take())
 		return -EINTR;
 	return e == -ETIME ? -ETIME : 0;
@@ -560,8 +584,7 @@ static int round_events(struct rs_ep *ep, struct rs_ring *r, struct epoll_event 
 	return out;
 }
 
-int rs_ep_wait(int epfd, struct epoll_event *evs, int max, int timeout_ms, const sigset_t *ss,
-	       const struct timespec *tmo)
+int rs_ep_wait(int epfd, struct epoll_event *evs, int max, int64_t timeout_ns, const sigset_t *ss)
 {
 	struct rs_ep *ep = rs_ep_get(epfd, 0);
 	struct rs_ring *r = rs_ring_tls;
@@ -576,17 +599,14 @@ int rs_ep_wait(int epfd, struct epoll_event *evs, int max, int timeout_ms, const
 	if (max <= 0 || max > (int)(INT32_MAX / sizeof(struct epoll_event)))
 		return -EINVAL;
 	int64_t deadline = -1;
-	if (tmo)
-		timeout_ms = (int)(tmo->tv_sec * 1000 + tmo->tv_nsec / 1000000) +
-			     (tmo->tv_nsec % 1000000 ? 1 : 0);
-	if (timeout_ms > 0)
-		deadline = rs_now_ns() + (int64_t)timeout_ms * 1000000;
+	if (timeout_ns > 0)
+		deadline = rs_now_ns() + timeout_ns;
 	int ring_mode = use_ring_mode(r);
 	int looked_again = 0;
 	uint64_t clk[RS_EP_ORDER];
 	for (;;) {
 		struct round rd = { .fetch = 1, .clk = clk };
-		int block = timeout_ms != 0;
+		int block = timeout_ns != 0;
 		if (r) {
 			if (engine_round(ep, epfd, r, evs, max, ring_mode, block, &rd))
 				continue;
@@ -602,13 +622,13 @@ int rs_ep_wait(int epfd, struct epoll_event *evs, int max, int timeout_ms, const
 			continue;
 		}
 		int n = rd.n;
-		int t_ms = round_timeout(r, ring_mode, timeout_ms, deadline, &rd);
+		int64_t t_ns = round_timeout(r, ring_mode, timeout_ns, deadline, &rd);
 		long k = 0;
-		int sleeps = !ring_mode && t_ms != 0;
+		int sleeps = !ring_mode && t_ns != 0;
 		if (sleeps)
 			rs_sig_clear();
-		if (rd.fetch && sleeps) /* a cancellation point, like libc's */
-			k = rs_blocking_syscall(SYS_epoll_pwait, epfd, (long)(evs + n), max - n, t_ms, (long)ss, 8);
+		if (rd.fetch && sleeps)
+			k = kernel_wait(epfd, evs + n, max - n, t_ns, ss);
 		else if (rd.fetch)
 			k = rs_syscall(SYS_epoll_pwait, epfd, evs + n, max - n, 0, ss, 8);
 		if (k == -EINTR && sleeps && !rs_sig_take() && !rs_sig_untracked_any()) {
@@ -621,7 +641,7 @@ int rs_ep_wait(int epfd, struct epoll_event *evs, int max, int timeout_ms, const
 		if (r && !ring_mode)
 			rs_ring_evfd_quiet(r, 1);
 		if (ring_mode && !k && !n && block) {
-			int e = sleep_in_ring(ep, r, t_ms, ss);
+			int e = sleep_in_ring(ep, r, t_ns, ss);
 			if (e == -EINTR)
 				return -EINTR;
 			if (e == -ETIME && (!rd.wake || (deadline >= 0 && rs_now_ns() >= deadline)))
@@ -632,14 +652,14 @@ int rs_ep_wait(int epfd, struct epoll_event *evs, int max, int timeout_ms, const
 			return n ? n : (int)k;
 		int out = round_events(ep, r, evs, max, k, &rd);
 		if (out > 0 || !rd.wake) {
-			if (r && timeout_ms != 0)
+			if (r && timeout_ns != 0)
 				count_wake(r, out, max);
 			return out;
 		}
 		/* Woken by a completion, an ERR/HUP edge of an engine socket or
 		 * a ring's eventfd: what it brought is on the ready list now.  A
 		 * poll with no timeout looks once more. */
-		if (timeout_ms == 0 && looked_again++)
+		if (timeout_ns == 0 && looked_again++)
 			return 0;
 		if (deadline >= 0 && rs_now_ns() >= deadline)
 			return 0;

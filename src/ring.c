@@ -522,9 +522,9 @@ void rs_ring_submit(struct rs_ring *r)
 	rs_ring_reap(r);
 }
 
-#define RS_SLEEP_CAP_MS 50
+#define RS_SLEEP_CAP_NS (50 * 1000000LL)
 
-int rs_ring_sleep(struct rs_ring *r, int timeout_ms, const sigset_t *ss)
+int rs_ring_sleep(struct rs_ring *r, int64_t timeout_ns, const sigset_t *ss)
 {
 	ring_prepare(r);
 	/* Make the SQEs visible to the kernel here, under the lock: other
@@ -541,14 +541,14 @@ int rs_ring_sleep(struct rs_ring *r, int timeout_ms, const sigset_t *ss)
 	 * wait for one more than those.  (The caller saw an empty CQ.)  If
 	 * another thread holding the lock reaps those CQEs before the kernel
 	 * starts the wait, the count would be too high: the wait is then
-	 * capped, so that race costs at most RS_SLEEP_CAP_MS, never a hang. */
+	 * capped, so that race costs at most RS_SLEEP_CAP_NS, never a hang. */
 	unsigned sends = r->sq_sends;
 	unsigned want = io_uring_cq_ready(&r->ring) + sends + 1;
 	r->sq_sends = 0;
 	r->sq_recvs = 0;
 	int capped = 0;
-	if (sends && (timeout_ms < 0 || timeout_ms > RS_SLEEP_CAP_MS)) {
-		timeout_ms = RS_SLEEP_CAP_MS;
+	if (sends && (timeout_ns < 0 || timeout_ns > RS_SLEEP_CAP_NS)) {
+		timeout_ns = RS_SLEEP_CAP_NS;
 		capped = 1;
 	}
 	int fd = r->reg_ring ? r->ring.enter_ring_fd : r->ring.ring_fd;
@@ -561,9 +561,9 @@ int rs_ring_sleep(struct rs_ring *r, int timeout_ms, const sigset_t *ss)
 		arg.sigmask = (uint64_t)(uintptr_t)ss;
 		arg.sigmask_sz = 8;
 	}
-	if (timeout_ms >= 0) {
-		ts.tv_sec = timeout_ms / 1000;
-		ts.tv_nsec = (long long)(timeout_ms % 1000) * 1000000;
+	if (timeout_ns >= 0) {
+		ts.tv_sec = timeout_ns / 1000000000;
+		ts.tv_nsec = timeout_ns % 1000000000;
 		arg.ts = (uint64_t)(uintptr_t)&ts;
 	}
 	RS_STORE(r->sleeping, 1);

@@ -226,32 +226,30 @@ static int kernel_skippable(struct rs_ring *r, struct pollfd *k, unsigned long n
 	return skip;
 }
 
-/* This round's timeout for the kernel's ppoll (NULL: none): t_ms (0 when
+/* This round's timeout for the kernel's ppoll (NULL: none): t_ns (0 when
  * the engine answered already), from the deadline once the call first
  * sleeps (*deadline, read from the clock then); sliced to 10 ms while
  * the ring may hide work (transient, or a stuck IORING_SQ_TASKRUN):
  * *sliced says so. */
-static struct timespec *poll_timeout(struct rs_ring *r, int t_ms, int timeout_ms, int64_t *deadline, int transient,
-				      int *sliced, struct timespec *ts)
+static struct timespec *poll_timeout(struct rs_ring *r, int64_t t_ns, int64_t timeout_ns, int64_t *deadline,
+				      int transient, int *sliced, struct timespec *ts)
 {
-	struct timespec *tsp = NULL;
-	if (t_ms > 0 && *deadline < 0)
-		*deadline = rs_now_ns() + (int64_t)timeout_ms * 1000000;
-	else if (t_ms > 0) {
+	if (t_ns > 0 && *deadline < 0)
+		*deadline = rs_now_ns() + timeout_ns;
+	else if (t_ns > 0) {
 		int64_t left = *deadline - rs_now_ns();
-		t_ms = left <= 0 ? 0 : (int)((left + 999999) / 1000000);
+		t_ns = left <= 0 ? 0 : left;
 	}
 	if (r && RS_LOAD(r->tr_stale))
 		transient = 1; /* work the ring may hide: look again soon */
-	*sliced = transient && (t_ms < 0 || t_ms > 10);
+	*sliced = transient && (t_ns < 0 || t_ns > RS_WAIT_SLICE_NS);
 	if (*sliced)
-		t_ms = 10;
-	if (t_ms >= 0) {
-		ts->tv_sec = t_ms / 1000;
-		ts->tv_nsec = (long)(t_ms % 1000) * 1000000;
-		tsp = ts;
-	}
-	return tsp;
+		t_ns = RS_WAIT_SLICE_NS;
+	if (t_ns < 0)
+		return NULL;
+	ts->tv_sec = (time_t)(t_ns / 1000000000);
+	ts->tv_nsec = (long)(t_ns % 1000000000);
+	return ts;
 }
 
 /* A call that will sleep watches the ring's eventfd too (k[*nk], one
@@ -293,8 +291,8 @@ static long kernel_poll(struct rs_ring *r, struct pollfd *k, unsigned char *kind
 	return kr;
 }
 
-int rs_wait_poll(struct pollfd *fds, unsigned long n, struct rs_sock **recs, int timeout_ms,
-		 const struct timespec *tmo, const sigset_t *ss, int *handled)
+int rs_wait_poll(struct pollfd *fds, unsigned long n, struct rs_sock **recs, int64_t timeout_ns,
+		 const sigset_t *ss, int *handled)
 {
 	struct rs_ring *r = rs_ring_tls;
 	*handled = 0;
@@ -335,8 +333,6 @@ int rs_wait_poll(struct pollfd *fds, unsigned long n, struct rs_sock **recs, int
 			free(rec);
 		return n > 65536 ? -EINVAL : -ENOMEM;
 	}
-	if (tmo)
-		timeout_ms = (int)(tmo->tv_sec * 1000 + (tmo->tv_nsec + 999999) / 1000000);
 	/* The deadline is read from the clock when the call first sleeps. */
 	int64_t deadline = -1;
 	int result, first = 1;
@@ -354,7 +350,7 @@ int rs_wait_poll(struct pollfd *fds, unsigned long n, struct rs_sock **recs, int
 		first = 0;
 		int ready = engine_answers(fds, n, rec, r, k, kind, &transient);
 		unsigned long nk = n;
-		int blocking = !ready && timeout_ms != 0;
+		int blocking = !ready && timeout_ns != 0;
 		if (r && blocking)
 			input_wakes(fds, n, rec, k, kind);
 		if (r && blocking && wake_watched(r, k, &nk))
@@ -372,7 +368,7 @@ int rs_wait_poll(struct pollfd *fds, unsigned long n, struct rs_sock **recs, int
 			saved[i] = k[i].revents;
 		struct timespec ts;
 		int sliced;
-		struct timespec *tsp = poll_timeout(r, ready ? 0 : timeout_ms, timeout_ms, &deadline, transient, &sliced, &ts);
+		struct timespec *tsp = poll_timeout(r, ready ? 0 : timeout_ns, timeout_ns, &deadline, transient, &sliced, &ts);
 		int wake = 0;
 		long kr = kernel_poll(r, k, kind, n, nk, tsp, ss, skip, &wake);
 		if (nk > n)
@@ -391,7 +387,7 @@ int rs_wait_poll(struct pollfd *fds, unsigned long n, struct rs_sock **recs, int
 		int total = merge_answers(fds, n, rec, k, kind, saved, kr);
 		if (saved != saved_stack)
 			free(saved);
-		if (total || (!wake && !sliced) || timeout_ms == 0 || (deadline >= 0 && rs_now_ns() >= deadline)) {
+		if (total || (!wake && !sliced) || timeout_ns == 0 || (deadline >= 0 && rs_now_ns() >= deadline)) {
 			result = total;
 			break;
 		}

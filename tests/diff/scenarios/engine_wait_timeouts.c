@@ -1,0 +1,82 @@
+/* The timeouts of waits over an engine socket, read as the kernel reads
+ * them: select's timeval written back with the time left (glibc's select
+ * is the system call), tv_usec of a second or more carried into seconds,
+ * a negative field or a tv_nsec out of range EINVAL (select, pselect,
+ * ppoll, epoll_pwait2), and timeouts finer than a millisecond expiring
+ * with nothing ready.  (How long such a wait sleeps is not asserted:
+ * integration/wait_precision.sh checks what the library asks the kernel
+ * for.)
+ * ENGINE_MIN_ACCELERATED=1 */
+#include "../scn.h"
+#include <sys/epoll.h>
+#include <sys/select.h>
+
+static int s; /* the engine socket */
+
+static int sel(struct timeval *tv, int *readable)
+{
+	fd_set r;
+	FD_ZERO(&r);
+	FD_SET(s, &r);
+	int n = select(s + 1, &r, NULL, NULL, tv);
+	*readable = FD_ISSET(s, &r) != 0;
+	return n;
+}
+
+int main(void)
+{
+	int c, rd;
+	nb_pair(&c, &s);
+	arm_by_reading(c, s);
+	int ep = epoll_create1(0);
+	struct epoll_event ev = { .events = EPOLLIN, .data.fd = s };
+	R("epoll_ctl", epoll_ctl(ep, EPOLL_CTL_ADD, s, &ev));
+
+	/* nothing to read: sub-millisecond timeouts expire */
+	struct timeval tv = { 0, 300 };
+	R("select 300 us, idle", sel(&tv, &rd));
+	say("readable %d, time left %ld.%06ld", rd, (long)tv.tv_sec, (long)tv.tv_usec);
+	struct timespec ts = { 0, 200000 };
+	struct pollfd p = { s, POLLIN, 0 };
+	R("ppoll 200 us, idle", ppoll(&p, 1, &ts, NULL));
+	fd_set r;
+	FD_ZERO(&r);
+	FD_SET(s, &r);
+	R("pselect 150 us, idle", pselect(s + 1, &r, NULL, NULL, &(struct timespec){ 0, 150000 }, NULL));
+	struct epoll_event out[2];
+	R("epoll_pwait2 250 us, idle", epoll_pwait2(ep, out, 2, &(struct timespec){ 0, 250000 }, NULL));
+
+	/* something to read: the time left is written back */
+	send(c, "data", 4, 0);
+	tv = (struct timeval){ 5, 0 };
+	R("select 5 s, ready", sel(&tv, &rd));
+	say("readable %d, time left below 5 s: %d, a valid timeval: %d", rd, tv.tv_sec < 5,
+	    tv.tv_sec >= 0 && tv.tv_usec >= 0 && tv.tv_usec < 1000000);
+	tv = (struct timeval){ 0, 2500000 };
+	R("select 2500000 us, ready", sel(&tv, &rd));
+	say("readable %d, time left below 3 s: %d, a valid timeval: %d", rd, tv.tv_sec < 3,
+	    tv.tv_sec >= 0 && tv.tv_usec >= 0 && tv.tv_usec < 1000000);
+	tv = (struct timeval){ 0, 0 };
+	R("select 0, ready", sel(&tv, &rd));
+	say("readable %d, time left %ld.%06ld", rd, (long)tv.tv_sec, (long)tv.tv_usec);
+
+	/* what the kernel refuses */
+	tv = (struct timeval){ 0, -1 };
+	R("select tv_usec -1", sel(&tv, &rd));
+	tv = (struct timeval){ -1, 0 };
+	R("select tv_sec -1", sel(&tv, &rd));
+	R("ppoll tv_nsec 1e9", ppoll(&p, 1, &(struct timespec){ 0, 1000000000 }, NULL));
+	R("ppoll tv_sec -1", ppoll(&p, 1, &(struct timespec){ -1, 0 }, NULL));
+	FD_ZERO(&r);
+	FD_SET(s, &r);
+	R("pselect tv_nsec -1", pselect(s + 1, &r, NULL, NULL, &(struct timespec){ 0, -1 }, NULL));
+	R("epoll_pwait2 tv_nsec 1e9", epoll_pwait2(ep, out, 2, &(struct timespec){ 0, 1000000000 }, NULL));
+
+	/* and still reads what was sent */
+	char buf[8];
+	R("recv", recv(s, buf, sizeof(buf), 0));
+	close(ep);
+	close(c);
+	close(s);
+	return 0;
+}
