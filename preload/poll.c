@@ -48,7 +48,7 @@ RS_EXPORT int poll(struct pollfd *fds, nfds_t nfds, int timeout)
 	if (engine_on()) {
 		urgent_interest(fds, nfds);
 		int handled;
-		int r = rs_wait_poll(fds, nfds, NULL, rs_ms_ns(timeout), NULL, &handled);
+		int r = rs_wait_poll(fds, nfds, NULL, rs_ms_ns(timeout), NULL, &handled, NULL);
 		if (handled)
 			return (int)rs_ret(r);
 	}
@@ -62,7 +62,7 @@ RS_EXPORT int ppoll(struct pollfd *fds, nfds_t nfds, const struct timespec *tmo,
 	if (engine_on() && ns != RS_TMO_INVALID) { /* (invalid: the kernel's call says EINVAL) */
 		urgent_interest(fds, nfds);
 		int handled;
-		int r = rs_wait_poll(fds, nfds, NULL, ns, ss, &handled);
+		int r = rs_wait_poll(fds, nfds, NULL, ns, ss, &handled, NULL);
 		if (handled)
 			return (int)rs_ret(r);
 	}
@@ -87,8 +87,9 @@ static unsigned long set_mask(const fd_set *r, const fd_set *w, const fd_set *e,
 
 /* select over engine sockets: as a poll, then back to the sets; counts
  * the call (on sockets if any watched fd is a tracked one).  Returns
- * RS_PASS when no engine socket is involved. */
-static int select_engine(int nfds, fd_set *r, fd_set *w, fd_set *e, int64_t timeout_ns, const sigset_t *ss)
+ * RS_PASS when no engine socket is involved; *left_ns: rs_wait_poll's. */
+static int select_engine(int nfds, fd_set *r, fd_set *w, fd_set *e, int64_t timeout_ns, const sigset_t *ss,
+			 int64_t *left_ns)
 {
 	if (!engine_on() || nfds < 0 || nfds > FD_SETSIZE) {
 		count_fdsets(nfds, r, w, e);
@@ -127,7 +128,7 @@ static int select_engine(int nfds, fd_set *r, fd_set *w, fd_set *e, int64_t time
 		return (int)RS_PASS;
 	}
 	int handled;
-	int k = rs_wait_poll(pf, (unsigned long)n, recs, timeout_ns, ss, &handled);
+	int k = rs_wait_poll(pf, (unsigned long)n, recs, timeout_ns, ss, &handled, left_ns);
 	if (!handled)
 		return (int)RS_PASS;
 	if (k < 0)
@@ -169,7 +170,7 @@ RS_EXPORT int select(int nfds, fd_set *r, fd_set *w, fd_set *e, struct timeval *
 {
 	/* The kernel's reading of a timeval: whole seconds carried out of
 	 * tv_usec, a negative field EINVAL (left to its call). */
-	int64_t ns = -1, start = 0;
+	int64_t ns = -1, left = -1;
 	if (tmo && (tmo->tv_sec < 0 || tmo->tv_usec < 0)) {
 		count_fdsets(nfds, r, w, e);
 		return REAL(select)(nfds, r, w, e, tmo);
@@ -177,20 +178,14 @@ RS_EXPORT int select(int nfds, fd_set *r, fd_set *w, fd_set *e, struct timeval *
 	if (tmo) {
 		struct timespec ts = { tmo->tv_sec + tmo->tv_usec / 1000000, (tmo->tv_usec % 1000000) * 1000 };
 		ns = rs_timeout_ns(&ts);
-		if (ns > 0)
-			start = rs_now_ns();
 	}
-	int k = select_engine(nfds, r, w, e, ns, NULL);
+	int k = select_engine(nfds, r, w, e, ns, NULL, &left);
 	if (k == (int)RS_PASS)
 		return REAL(select)(nfds, r, w, e, tmo);
 #ifdef __GLIBC__
-	/* glibc's select is the system call, which reports the time left
-	 * (musl's passes a copy).  In microseconds, truncated; untouched
-	 * when it was zero. */
-	if (ns > 0) {
-		int64_t left = start + ns - rs_now_ns();
-		if (left < 0)
-			left = 0;
+	/* glibc's select is the system call, which writes back the time not
+	 * slept (musl's passes a copy): in microseconds, truncated. */
+	if (tmo && left >= 0) {
 		tmo->tv_sec = (time_t)(left / 1000000000);
 		tmo->tv_usec = (suseconds_t)(left % 1000000000 / 1000);
 	}
@@ -206,7 +201,7 @@ RS_EXPORT int pselect(int nfds, fd_set *r, fd_set *w, fd_set *e, const struct ti
 		count_fdsets(nfds, r, w, e);
 		return REAL(pselect)(nfds, r, w, e, tmo, ss);
 	}
-	int k = select_engine(nfds, r, w, e, ns, ss);
+	int k = select_engine(nfds, r, w, e, ns, ss, NULL);
 	if (k != (int)RS_PASS)
 		return (int)rs_ret(k);
 	return REAL(pselect)(nfds, r, w, e, tmo, ss);

@@ -31,10 +31,12 @@ int rs_ep_wait(int epfd, struct epoll_event *evs, int max, int64_t timeout_ns, c
 /* ---- wait.c: poll, ppoll (select and pselect converted to them) -----------
  * *handled 0: no engine socket among fds, the caller makes the kernel's
  * call; else the count ready or -errno.  recs: each entry's record
- * (rs_fd_peek) as the caller found them, or NULL. */
+ * (rs_fd_peek) as the caller found them, or NULL.  *left_ns (if not
+ * NULL, handled): the time not slept (select's write-back), all of
+ * timeout_ns when the call did not sleep. */
 struct pollfd;
 int rs_wait_poll(struct pollfd *fds, unsigned long n, struct rs_sock **recs, int64_t timeout_ns,
-		 const sigset_t *ss, int *handled);
+		 const sigset_t *ss, int *handled, int64_t *left_ns);
 
 /* The waits' timeouts are nanoseconds, -1 for none, kept to the precision
  * the program gave (a select of 300 us must not sleep a millisecond).

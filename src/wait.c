@@ -292,7 +292,7 @@ static long kernel_poll(struct rs_ring *r, struct pollfd *k, unsigned char *kind
 }
 
 int rs_wait_poll(struct pollfd *fds, unsigned long n, struct rs_sock **recs, int64_t timeout_ns,
-		 const sigset_t *ss, int *handled)
+		 const sigset_t *ss, int *handled, int64_t *left_ns)
 {
 	struct rs_ring *r = rs_ring_tls;
 	*handled = 0;
@@ -398,5 +398,13 @@ int rs_wait_poll(struct pollfd *fds, unsigned long n, struct rs_sock **recs, int
 		free(kind);
 	if (rec != recs && rec != rec_stack)
 		free(rec);
+	if (left_ns) {
+		*left_ns = timeout_ns;
+		if (deadline >= 0) {
+			*left_ns = deadline - rs_now_ns();
+			if (*left_ns < 0)
+				*left_ns = 0;
+		}
+	}
 	return result;
 }

@@ -1,6 +1,8 @@
 /* The timeouts of waits over an engine socket, read as the kernel reads
- * them: select's timeval written back with the time left (glibc's select
- * is the system call), tv_usec of a second or more carried into seconds,
+ * them: select's timeval written back with the time not slept (glibc's
+ * select is the system call; a select woken by data after sleeping
+ * reports less than it was given, one answered at once at most that),
+ * tv_usec of a second or more carried into seconds,
  * a negative field or a tv_nsec out of range EINVAL (select, pselect,
  * ppoll, epoll_pwait2), and timeouts finer than a millisecond expiring
  * with nothing ready.  (How long such a wait sleeps is not asserted:
@@ -8,10 +10,38 @@
  * for.)
  * ENGINE_MIN_ACCELERATED=1 */
 #include "../scn.h"
+#include <pthread.h>
 #include <sys/epoll.h>
 #include <sys/select.h>
+#include <sys/syscall.h>
 
-static int s; /* the engine socket */
+static int s, c; /* the engine socket, its peer */
+static pid_t main_tid;
+
+/* Sends to s once the main thread sleeps in a wait (its current system
+ * call, /proc/self/task/TID/syscall: one a select can sleep in, the
+ * kernel's or the library's), so that select has slept for sure. */
+static void *send_when_waiting(void *arg)
+{
+	(void)arg;
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/self/task/%d/syscall", (int)main_tid);
+	for (;;) {
+		long nr = -1;
+		FILE *f = fopen(path, "r");
+		if (f) {
+			if (fscanf(f, "%ld", &nr) != 1)
+				nr = -1;
+			fclose(f);
+		}
+		if (nr == SYS_select || nr == SYS_pselect6 || nr == SYS_ppoll || nr == SYS_poll ||
+		    nr == SYS_io_uring_enter)
+			break;
+		usleep(1000);
+	}
+	send(c, "late", 4, 0);
+	return NULL;
+}
 
 static int sel(struct timeval *tv, int *readable)
 {
@@ -25,7 +55,8 @@ static int sel(struct timeval *tv, int *readable)
 
 int main(void)
 {
-	int c, rd;
+	int rd;
+	main_tid = (pid_t)syscall(SYS_gettid);
 	nb_pair(&c, &s);
 	arm_by_reading(c, s);
 	int ep = epoll_create1(0);
@@ -46,11 +77,24 @@ int main(void)
 	struct epoll_event out[2];
 	R("epoll_pwait2 250 us, idle", epoll_pwait2(ep, out, 2, &(struct timespec){ 0, 250000 }, NULL));
 
-	/* something to read: the time left is written back */
+	/* data while it sleeps: the time not slept is written back */
+	pthread_t t;
+	if (pthread_create(&t, NULL, send_when_waiting, NULL))
+		die("pthread_create");
+	tv = (struct timeval){ 5, 0 };
+	R("select 5 s, data comes while it sleeps", sel(&tv, &rd));
+	pthread_join(t, NULL);
+	say("readable %d, time left below 5 s: %d, a valid timeval: %d", rd, tv.tv_sec < 5,
+	    tv.tv_sec >= 0 && tv.tv_usec >= 0 && tv.tv_usec < 1000000);
+	char buf[8];
+	R("recv", recv(s, buf, sizeof(buf), 0));
+
+	/* something to read at once */
 	send(c, "data", 4, 0);
 	tv = (struct timeval){ 5, 0 };
 	R("select 5 s, ready", sel(&tv, &rd));
-	say("readable %d, time left below 5 s: %d, a valid timeval: %d", rd, tv.tv_sec < 5,
+	say("readable %d, time left at most 5 s: %d, a valid timeval: %d", rd,
+	    tv.tv_sec < 5 || (tv.tv_sec == 5 && tv.tv_usec == 0),
 	    tv.tv_sec >= 0 && tv.tv_usec >= 0 && tv.tv_usec < 1000000);
 	tv = (struct timeval){ 0, 2500000 };
 	R("select 2500000 us, ready", sel(&tv, &rd));
@@ -73,7 +117,6 @@ int main(void)
 	R("epoll_pwait2 tv_nsec 1e9", epoll_pwait2(ep, out, 2, &(struct timespec){ 0, 1000000000 }, NULL));
 
 	/* and still reads what was sent */
-	char buf[8];
 	R("recv", recv(s, buf, sizeof(buf), 0));
 	close(ep);
 	close(c);
