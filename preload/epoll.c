@@ -51,17 +51,18 @@ RS_EXPORT int epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
 
 /* The engine's wait when it has something to say about this set or this
  * thread's ring, else the plain call.  Returns RS_PASS for the latter. */
-static int engine_wait(int epfd, struct epoll_event *ev, int max, int64_t timeout_ns, const sigset_t *ss)
+static int engine_wait(int epfd, struct epoll_event *ev, int max, int timeout, const struct timespec *tmo,
+		       const sigset_t *ss)
 {
 	if (!rs_engine_on || !rs_ready() || rs_rt.passthrough)
 		return (int)RS_PASS;
-	return rs_ep_wait(epfd, ev, max, timeout_ns, ss);
+	return rs_ep_wait(epfd, ev, max, timeout, tmo, ss);
 }
 
 RS_EXPORT int epoll_wait(int epfd, struct epoll_event *ev, int max, int timeout)
 {
 	count_plain();
-	int r = engine_wait(epfd, ev, max, rs_ms_ns(timeout), NULL);
+	int r = engine_wait(epfd, ev, max, timeout, NULL, NULL);
 	if (r != (int)RS_PASS)
 		return (int)rs_ret(r);
 	return REAL(epoll_wait)(epfd, ev, max, timeout);
@@ -70,7 +71,7 @@ RS_EXPORT int epoll_wait(int epfd, struct epoll_event *ev, int max, int timeout)
 RS_EXPORT int epoll_pwait(int epfd, struct epoll_event *ev, int max, int timeout, const sigset_t *ss)
 {
 	count_plain();
-	int r = engine_wait(epfd, ev, max, rs_ms_ns(timeout), ss);
+	int r = engine_wait(epfd, ev, max, timeout, NULL, ss);
 	if (r != (int)RS_PASS)
 		return (int)rs_ret(r);
 	return REAL(epoll_pwait)(epfd, ev, max, timeout, ss);
@@ -81,8 +82,7 @@ RS_EXPORT int epoll_pwait2(int epfd, struct epoll_event *ev, int max, const stru
 			   const sigset_t *ss)
 {
 	count_plain();
-	int64_t ns = rs_timeout_ns(tmo);
-	int r = ns == RS_TMO_INVALID ? (int)RS_PASS : engine_wait(epfd, ev, max, ns, ss); /* (EINVAL) */
+	int r = engine_wait(epfd, ev, max, -1, tmo, ss);
 	if (r != (int)RS_PASS)
 		return (int)rs_ret(r);
 	return REAL(epoll_pwait2)(epfd, ev, max, tmo, ss);

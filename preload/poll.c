@@ -48,7 +48,7 @@ RS_EXPORT int poll(struct pollfd *fds, nfds_t nfds, int timeout)
 	if (engine_on()) {
 		urgent_interest(fds, nfds);
 		int handled;
-		int r = rs_wait_poll(fds, nfds, NULL, rs_ms_ns(timeout), NULL, &handled, NULL);
+		int r = rs_wait_poll(fds, nfds, NULL, timeout, NULL, NULL, &handled, NULL);
 		if (handled)
 			return (int)rs_ret(r);
 	}
@@ -58,11 +58,10 @@ RS_EXPORT int poll(struct pollfd *fds, nfds_t nfds, int timeout)
 RS_EXPORT int ppoll(struct pollfd *fds, nfds_t nfds, const struct timespec *tmo, const sigset_t *ss)
 {
 	count_pollfds(fds, nfds);
-	int64_t ns = rs_timeout_ns(tmo);
-	if (engine_on() && ns != RS_TMO_INVALID) { /* (invalid: the kernel's call says EINVAL) */
+	if (engine_on()) {
 		urgent_interest(fds, nfds);
 		int handled;
-		int r = rs_wait_poll(fds, nfds, NULL, ns, ss, &handled, NULL);
+		int r = rs_wait_poll(fds, nfds, NULL, -1, tmo, ss, &handled, NULL);
 		if (handled)
 			return (int)rs_ret(r);
 	}
@@ -88,7 +87,7 @@ static unsigned long set_mask(const fd_set *r, const fd_set *w, const fd_set *e,
 /* select over engine sockets: as a poll, then back to the sets; counts
  * the call (on sockets if any watched fd is a tracked one).  Returns
  * RS_PASS when no engine socket is involved; *left_ns: rs_wait_poll's. */
-static int select_engine(int nfds, fd_set *r, fd_set *w, fd_set *e, int64_t timeout_ns, const sigset_t *ss,
+static int select_engine(int nfds, fd_set *r, fd_set *w, fd_set *e, const struct timespec *tmo, const sigset_t *ss,
 			 int64_t *left_ns)
 {
 	if (!engine_on() || nfds < 0 || nfds > FD_SETSIZE) {
@@ -128,7 +127,7 @@ static int select_engine(int nfds, fd_set *r, fd_set *w, fd_set *e, int64_t time
 		return (int)RS_PASS;
 	}
 	int handled;
-	int k = rs_wait_poll(pf, (unsigned long)n, recs, timeout_ns, ss, &handled, left_ns);
+	int k = rs_wait_poll(pf, (unsigned long)n, recs, -1, tmo, ss, &handled, left_ns);
 	if (!handled)
 		return (int)RS_PASS;
 	if (k < 0)
@@ -168,24 +167,32 @@ static int select_engine(int nfds, fd_set *r, fd_set *w, fd_set *e, int64_t time
 
 RS_EXPORT int select(int nfds, fd_set *r, fd_set *w, fd_set *e, struct timeval *tmo)
 {
-	/* The kernel's reading of a timeval: whole seconds carried out of
-	 * tv_usec, a negative field EINVAL (left to its call). */
-	int64_t ns = -1, left = -1;
-	if (tmo && (tmo->tv_sec < 0 || tmo->tv_usec < 0)) {
-		count_fdsets(nfds, r, w, e);
-		return REAL(select)(nfds, r, w, e, tmo);
-	}
+	/* The C library's reading of a timeval (glibc's tv_usec as an int):
+	 * a negative field EINVAL (left to its call), whole seconds carried
+	 * out of tv_usec, a sum past 146 years no timeout at all. */
+	struct timespec ts, *tsp = NULL;
 	if (tmo) {
-		struct timespec ts = { tmo->tv_sec + tmo->tv_usec / 1000000, (tmo->tv_usec % 1000000) * 1000 };
-		ns = rs_timeout_ns(&ts);
+		long us = tmo->tv_usec;
+#ifdef __GLIBC__
+		us = (int32_t)us;
+#endif
+		if (tmo->tv_sec < 0 || us < 0) {
+			count_fdsets(nfds, r, w, e);
+			return REAL(select)(nfds, r, w, e, tmo);
+		}
+		if (tmo->tv_sec < RS_TMO_MAX_SEC && us / 1000000 < RS_TMO_MAX_SEC - tmo->tv_sec) {
+			ts = (struct timespec){ tmo->tv_sec + us / 1000000, us % 1000000 * 1000 };
+			tsp = &ts;
+		}
 	}
-	int k = select_engine(nfds, r, w, e, ns, NULL, &left);
+	int64_t left = -1;
+	int k = select_engine(nfds, r, w, e, tsp, NULL, &left);
 	if (k == (int)RS_PASS)
 		return REAL(select)(nfds, r, w, e, tmo);
 #ifdef __GLIBC__
-	/* glibc's select is the system call, which writes back the time not
-	 * slept (musl's passes a copy): in microseconds, truncated. */
-	if (tmo && left >= 0) {
+	/* glibc's select writes back what the kernel's pselect6 left of the
+	 * time (musl's passes a copy): in microseconds, truncated. */
+	if (left >= 0) {
 		tmo->tv_sec = (time_t)(left / 1000000000);
 		tmo->tv_usec = (suseconds_t)(left % 1000000000 / 1000);
 	}
@@ -196,12 +203,7 @@ RS_EXPORT int select(int nfds, fd_set *r, fd_set *w, fd_set *e, struct timeval *
 RS_EXPORT int pselect(int nfds, fd_set *r, fd_set *w, fd_set *e, const struct timespec *tmo,
 		      const sigset_t *ss)
 {
-	int64_t ns = rs_timeout_ns(tmo);
-	if (ns == RS_TMO_INVALID) { /* (the kernel's call says EINVAL) */
-		count_fdsets(nfds, r, w, e);
-		return REAL(pselect)(nfds, r, w, e, tmo, ss);
-	}
-	int k = select_engine(nfds, r, w, e, ns, ss, NULL);
+	int k = select_engine(nfds, r, w, e, tmo, ss, NULL);
 	if (k != (int)RS_PASS)
 		return (int)rs_ret(k);
 	return REAL(pselect)(nfds, r, w, e, tmo, ss);

@@ -67,7 +67,6 @@
 #ifndef SYS_close_range
 #define SYS_close_range 436
 #endif
-#define RS_SYS_epoll_pwait2 441
 #ifndef CLOSE_RANGE_CLOEXEC
 #define CLOSE_RANGE_CLOEXEC (1U << 2)
 #endif

@@ -26,39 +26,23 @@
  * -errno, a count, or RS_PASS (the kernel's call: not a set or a socket
  * the engine knows). */
 int rs_ep_ctl(int epfd, int op, int fd, struct epoll_event *ev);
-int rs_ep_wait(int epfd, struct epoll_event *evs, int max, int64_t timeout_ns, const sigset_t *ss);
+int rs_ep_wait(int epfd, struct epoll_event *evs, int max, int timeout_ms, const struct timespec *tmo,
+	       const sigset_t *ss);
 
 /* ---- wait.c: poll, ppoll (select and pselect converted to them) -----------
  * *handled 0: no engine socket among fds, the caller makes the kernel's
  * call; else the count ready or -errno.  recs: each entry's record
- * (rs_fd_peek) as the caller found them, or NULL.  *left_ns (if not
- * NULL, handled): the time not slept (select's write-back), all of
- * timeout_ns when the call did not sleep. */
+ * (rs_fd_peek) as the caller found them, or NULL.  The timeout is tmo's
+ * when not NULL (read only once an engine socket is among fds: a bad
+ * pointer stays the kernel's EFAULT), else timeout_ms's (negative:
+ * none); to the nanosecond (sys.h rs_timeout_ns), EINVAL as the kernel
+ * says it.  left_ns (select's write-back; -1 unless handled with a
+ * timeout): the time left, counted from the call's start as the
+ * kernel's select counts it (the start is read from the clock only
+ * then). */
 struct pollfd;
-int rs_wait_poll(struct pollfd *fds, unsigned long n, struct rs_sock **recs, int64_t timeout_ns,
-		 const sigset_t *ss, int *handled, int64_t *left_ns);
-
-/* The waits' timeouts are nanoseconds, -1 for none, kept to the precision
- * the program gave (a select of 300 us must not sleep a millisecond).
- * From a timespec (NULL: none): RS_TMO_INVALID where the kernel says
- * EINVAL; beyond what int64 holds, none (the kernel saturates it). */
-#define RS_TMO_INVALID (-2)
-static inline int64_t rs_timeout_ns(const struct timespec *t)
-{
-	if (!t)
-		return -1;
-	if (t->tv_sec < 0 || t->tv_nsec < 0 || t->tv_nsec >= 1000000000)
-		return RS_TMO_INVALID;
-	if (t->tv_sec >= INT64_MAX / 1000000000 - 1)
-		return -1;
-	return (int64_t)t->tv_sec * 1000000000 + t->tv_nsec;
-}
-
-/* From a poll or epoll_wait timeout in milliseconds (negative: none). */
-static inline int64_t rs_ms_ns(int ms)
-{
-	return ms < 0 ? -1 : (int64_t)ms * 1000000;
-}
+int rs_wait_poll(struct pollfd *fds, unsigned long n, struct rs_sock **recs, int timeout_ms,
+		 const struct timespec *tmo, const sigset_t *ss, int *handled, int64_t *left_ns);
 
 /* ---- kwatch.c: the kernel fds of poll/select sets ------------------------ */
 /* fd (or a range) is closed or replaced: registrations by number are void. */

@@ -99,7 +99,7 @@ int rs_block_on_fd(int fd, short ev, int64_t deadline, int partial)
 	if (ns < 0 || ns > RS_WAIT_SLICE_NS)
 		ns = RS_WAIT_SLICE_NS;
 	struct pollfd p = { fd, ev, 0 };
-	struct timespec ts = { (time_t)(ns / 1000000000), (long)(ns % 1000000000) };
+	struct timespec ts = rs_ns_timespec(ns);
 	rs_sig_clear();
 	return rs_wait_result((int)rs_blocking_syscall(SYS_ppoll, (long)&p, 1, (long)&ts, 0, 0, 0), deadline,
 			      partial);

@@ -29,10 +29,6 @@
 
 /* The first events of a round whose order against the kernel's the wait
  * keeps (ep_order). */
-#ifndef SYS_epoll_pwait2
-#define SYS_epoll_pwait2 441 /* (5.11; the same number on every architecture) */
-#endif
-
 #define RS_EP_ORDER 64
 
 /* ---- engine side: called with the socket's owner lock held ---------------- */
@@ -509,16 +505,17 @@ static int64_t round_timeout(struct rs_ring *r, int ring_mode, int64_t timeout_n
 }
 
 /* The kernel's wait on the set for t_ns (-1: no bound): epoll_pwait in
- * whole milliseconds, epoll_pwait2 for a timeout finer than that (a
- * kernel without it, before 5.11: the milliseconds rounded up, as its
- * own epoll_wait would be asked).  A cancellation point, like libc's. */
+ * whole milliseconds, epoll_pwait2 for a timeout finer than that (where
+ * it is missing, before 5.11, or refused, by a seccomp filter that
+ * predates it (EPERM): the milliseconds rounded up, as a program's own
+ * epoll_wait would ask).  A cancellation point, like libc's. */
 static long kernel_wait(int epfd, struct epoll_event *evs, int max, int64_t t_ns, const sigset_t *ss)
 {
 	static int no_pwait2;
 	if (t_ns > 0 && t_ns % 1000000 && !RS_LOAD(no_pwait2)) {
-		struct timespec ts = { (time_t)(t_ns / 1000000000), (long)(t_ns % 1000000000) };
+		struct timespec ts = rs_ns_timespec(t_ns);
 		long k = rs_blocking_syscall(SYS_epoll_pwait2, epfd, (long)evs, max, (long)&ts, (long)ss, 8);
-		if (k != -ENOSYS)
+		if (k != -ENOSYS && k != -EPERM)
 			return k;
 		RS_STORE(no_pwait2, 1);
 	}
@@ -584,7 +581,8 @@ static int round_events(struct rs_ep *ep, struct rs_ring *r, struct epoll_event 
 	return out;
 }
 
-int rs_ep_wait(int epfd, struct epoll_event *evs, int max, int64_t timeout_ns, const sigset_t *ss)
+int rs_ep_wait(int epfd, struct epoll_event *evs, int max, int timeout_ms, const struct timespec *tmo,
+	       const sigset_t *ss)
 {
 	struct rs_ep *ep = rs_ep_get(epfd, 0);
 	struct rs_ring *r = rs_ring_tls;
@@ -596,7 +594,8 @@ int rs_ep_wait(int epfd, struct epoll_event *evs, int max, int64_t timeout_ns, c
 		}
 		return (int)RS_PASS;
 	}
-	if (max <= 0 || max > (int)(INT32_MAX / sizeof(struct epoll_event)))
+	int64_t timeout_ns = tmo ? rs_timeout_ns(tmo) : rs_ms_ns(timeout_ms);
+	if (timeout_ns == RS_TMO_INVALID || max <= 0 || max > (int)(INT32_MAX / sizeof(struct epoll_event)))
 		return -EINVAL;
 	int64_t deadline = -1;
 	if (timeout_ns > 0)

@@ -118,4 +118,38 @@ static inline int64_t rs_now_ns(void)
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
+/* Timeouts are kept as nanoseconds, -1 for none, to the precision the
+ * program gave (a select of 300 us must not sleep a millisecond).  From
+ * a timespec (NULL: none): RS_TMO_INVALID where the kernel says EINVAL;
+ * past 146 years, none (the kernel saturates it; so a deadline
+ * CLOCK_MONOTONIC + timeout never overflows). */
+#define RS_TMO_INVALID (-2)
+#define RS_TMO_MAX_SEC (INT64_MAX / 1000000000 / 2)
+static inline int64_t rs_timeout_ns(const struct timespec *t)
+{
+	if (!t)
+		return -1;
+	if (t->tv_sec < 0 || t->tv_nsec < 0 || t->tv_nsec >= 1000000000)
+		return RS_TMO_INVALID;
+	if (t->tv_sec >= RS_TMO_MAX_SEC)
+		return -1;
+	return (int64_t)t->tv_sec * 1000000000 + t->tv_nsec;
+}
+
+/* A poll or epoll_wait timeout in milliseconds (negative: none). */
+static inline int64_t rs_ms_ns(int ms)
+{
+	return ms < 0 ? -1 : (int64_t)ms * 1000000;
+}
+
+/* ns >= 0 as a timespec. */
+static inline struct timespec rs_ns_timespec(int64_t ns)
+{
+	return (struct timespec){ (time_t)(ns / 1000000000), (long)(ns % 1000000000) };
+}
+
+#ifndef SYS_epoll_pwait2
+#define SYS_epoll_pwait2 441 /* (5.11; the same number on every architecture) */
+#endif
+
 #endif

@@ -577,12 +577,13 @@ static void keep_mmsg_error(struct rs_sock *s, int fd, int err)
  * kernel's call. */
 int rs_udp_recvmmsg(struct rs_sock *s, int fd, struct mmsghdr *vec, unsigned vlen, int flags, struct timespec *tmo)
 {
-	int64_t end = 0;
-	if (tmo) {
-		if (tmo->tv_sec < 0 || tmo->tv_nsec < 0 || tmo->tv_nsec >= 1000000000)
-			return RS_PASS; /* (the kernel's EINVAL) */
-		end = rs_now_ns() + (int64_t)tmo->tv_sec * 1000000000 + tmo->tv_nsec;
-	}
+	int64_t end = 0, t_ns = rs_timeout_ns(tmo);
+	if (t_ns == RS_TMO_INVALID)
+		return RS_PASS; /* (the kernel's EINVAL) */
+	if (t_ns < 0)
+		tmo = NULL; /* (none, or past 146 years: as good as none) */
+	else
+		end = rs_now_ns() + t_ns;
 	unsigned i;
 	for (i = 0; i < vlen; i++) {
 		struct msghdr *m = &vec[i].msg_hdr;
@@ -602,7 +603,7 @@ int rs_udp_recvmmsg(struct rs_sock *s, int fd, struct mmsghdr *vec, unsigned vle
 				int64_t ns = end - rs_now_ns();
 				if (ns <= 0)
 					break;
-				left = (struct timespec){ (time_t)(ns / 1000000000), (long)(ns % 1000000000) };
+				left = rs_ns_timespec(ns);
 				lp = &left;
 			}
 			rs_ring_flush_own_tx(); /* (this thread's queued sends first) */
@@ -636,8 +637,7 @@ int rs_udp_recvmmsg(struct rs_sock *s, int fd, struct mmsghdr *vec, unsigned vle
 				tmo->tv_nsec = 0;
 				break;
 			}
-			tmo->tv_sec = left / 1000000000;
-			tmo->tv_nsec = left % 1000000000;
+			*tmo = rs_ns_timespec(left);
 		}
 	}
 	return (int)i;

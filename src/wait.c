@@ -247,8 +247,7 @@ static struct timespec *poll_timeout(struct rs_ring *r, int64_t t_ns, int64_t ti
 		t_ns = RS_WAIT_SLICE_NS;
 	if (t_ns < 0)
 		return NULL;
-	ts->tv_sec = (time_t)(t_ns / 1000000000);
-	ts->tv_nsec = (long)(t_ns % 1000000000);
+	*ts = rs_ns_timespec(t_ns);
 	return ts;
 }
 
@@ -291,11 +290,13 @@ static long kernel_poll(struct rs_ring *r, struct pollfd *k, unsigned char *kind
 	return kr;
 }
 
-int rs_wait_poll(struct pollfd *fds, unsigned long n, struct rs_sock **recs, int64_t timeout_ns,
-		 const sigset_t *ss, int *handled, int64_t *left_ns)
+int rs_wait_poll(struct pollfd *fds, unsigned long n, struct rs_sock **recs, int timeout_ms,
+		 const struct timespec *tmo, const sigset_t *ss, int *handled, int64_t *left_ns)
 {
 	struct rs_ring *r = rs_ring_tls;
 	*handled = 0;
+	if (left_ns)
+		*left_ns = -1;
 	if (n > INT_MAX)
 		return 0; /* more than RLIMIT_NOFILE can be: the kernel says EINVAL */
 	/* Each entry's record, looked up once per round: the caller's
@@ -320,21 +321,24 @@ int rs_wait_poll(struct pollfd *fds, unsigned long n, struct rs_sock **recs, int
 		return 0;
 	}
 	*handled = 1;
+	int64_t timeout_ns = tmo ? rs_timeout_ns(tmo) : rs_ms_ns(timeout_ms);
 	struct pollfd k_stack[65];
 	unsigned char kind_stack[65];
 	struct pollfd *k = n < 65 ? k_stack : malloc((n + 1) * sizeof(*k));
 	unsigned char *kind = n < 65 ? kind_stack : malloc(n + 1);
-	if (n > 65536 || !k || !kind) {
+	if (timeout_ns == RS_TMO_INVALID || n > 65536 || !k || !kind) {
 		if (k != k_stack)
 			free(k);
 		if (kind != kind_stack)
 			free(kind);
 		if (rec != recs && rec != rec_stack)
 			free(rec);
-		return n > 65536 ? -EINVAL : -ENOMEM;
+		return timeout_ns == RS_TMO_INVALID || n > 65536 ? -EINVAL : -ENOMEM;
 	}
-	/* The deadline is read from the clock when the call first sleeps. */
-	int64_t deadline = -1;
+	/* The deadline is read from the clock when the call first sleeps;
+	 * select's (whose time left is written back) when it starts, as the
+	 * kernel's. */
+	int64_t deadline = left_ns && timeout_ns > 0 ? rs_now_ns() + timeout_ns : -1;
 	int result, first = 1;
 	for (;;) {
 		int transient = 0;
@@ -398,13 +402,10 @@ int rs_wait_poll(struct pollfd *fds, unsigned long n, struct rs_sock **recs, int
 		free(kind);
 	if (rec != recs && rec != rec_stack)
 		free(rec);
-	if (left_ns) {
-		*left_ns = timeout_ns;
-		if (deadline >= 0) {
-			*left_ns = deadline - rs_now_ns();
-			if (*left_ns < 0)
-				*left_ns = 0;
-		}
+	if (left_ns && timeout_ns >= 0) {
+		*left_ns = 0;
+		if (deadline >= 0 && (*left_ns = deadline - rs_now_ns()) < 0)
+			*left_ns = 0;
 	}
 	return result;
 }
