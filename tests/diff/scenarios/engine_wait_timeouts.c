@@ -56,13 +56,24 @@ static int sel(struct timeval *tv, int *readable)
 	return n;
 }
 
+/* epoll_pwait2 (musl has none: epoll_pwait's milliseconds there) */
+static int pwait2(struct epoll_event *out, const struct timespec *t)
+{
+#ifdef __GLIBC__
+	return epoll_pwait2(ep, out, 2, t, NULL);
+#else
+	return t->tv_nsec >= 1000000000 || t->tv_nsec < 0 ? (errno = EINVAL, -1)
+							    : epoll_pwait(ep, out, 2, (int)(t->tv_nsec / 1000000), NULL);
+#endif
+}
+
 /* A thread with no ring of its own waits on the set (the kernel's
  * epoll_pwait2, not a ring's sleep). */
 static void *wait_elsewhere(void *arg)
 {
 	(void)arg;
 	struct epoll_event out[2];
-	R("epoll_pwait2 250 us, idle, another thread", epoll_pwait2(ep, out, 2, &(struct timespec){ 0, 250000 }, NULL));
+	R("epoll_pwait2 250 us, idle, another thread", pwait2(out, &(struct timespec){ 0, 250000 }));
 	return NULL;
 }
 
@@ -97,7 +108,7 @@ int main(void)
 	FD_SET(s, &r);
 	R("pselect 150 us, idle", pselect(s + 1, &r, NULL, NULL, &(struct timespec){ 0, 150000 }, NULL));
 	struct epoll_event out[2];
-	R("epoll_pwait2 250 us, idle", epoll_pwait2(ep, out, 2, &(struct timespec){ 0, 250000 }, NULL));
+	R("epoll_pwait2 250 us, idle", pwait2(out, &(struct timespec){ 0, 250000 }));
 	pthread_t t;
 	if (pthread_create(&t, NULL, wait_elsewhere, NULL))
 		die("pthread_create");
@@ -137,7 +148,7 @@ int main(void)
 	FD_ZERO(&r);
 	FD_SET(s, &r);
 	R("pselect tv_nsec -1", pselect(s + 1, &r, NULL, NULL, &(struct timespec){ 0, -1 }, NULL));
-	R("epoll_pwait2 tv_nsec 1e9", epoll_pwait2(ep, out, 2, &(struct timespec){ 0, 1000000000 }, NULL));
+	R("epoll_pwait2 tv_nsec 1e9", pwait2(out, &(struct timespec){ 0, 1000000000 }));
 
 	/* and still reads what was sent */
 	R("recv", recv(s, buf, sizeof(buf), 0));
