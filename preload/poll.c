@@ -169,19 +169,28 @@ RS_EXPORT int select(int nfds, fd_set *r, fd_set *w, fd_set *e, struct timeval *
 {
 	/* The C library's reading of a timeval (glibc's tv_usec as an int):
 	 * a negative field EINVAL (left to its call), whole seconds carried
-	 * out of tv_usec, a sum past 146 years no timeout at all. */
+	 * out of tv_usec, a sum past 146 years no timeout at all.  (No
+	 * division unless tv_usec is a second or more: this is every call
+	 * of a select loop.) */
 	struct timespec ts, *tsp = NULL;
+	time_t sec = 0;
+	long us = 0;
 	if (tmo) {
-		long us = tmo->tv_usec;
+		sec = tmo->tv_sec;
+		us = tmo->tv_usec;
 #ifdef __GLIBC__
 		us = (int32_t)us;
 #endif
-		if (tmo->tv_sec < 0 || us < 0) {
+		if (sec < 0 || us < 0) {
 			count_fdsets(nfds, r, w, e);
 			return REAL(select)(nfds, r, w, e, tmo);
 		}
-		if (tmo->tv_sec < RS_TMO_MAX_SEC && us / 1000000 < RS_TMO_MAX_SEC - tmo->tv_sec) {
-			ts = (struct timespec){ tmo->tv_sec + us / 1000000, us % 1000000 * 1000 };
+		if (us >= 1000000) {
+			sec = us / 1000000 < RS_TMO_MAX_SEC - sec ? sec + us / 1000000 : RS_TMO_MAX_SEC;
+			us %= 1000000;
+		}
+		if (sec < RS_TMO_MAX_SEC) {
+			ts = (struct timespec){ sec, us * 1000 };
 			tsp = &ts;
 		}
 	}
@@ -192,7 +201,16 @@ RS_EXPORT int select(int nfds, fd_set *r, fd_set *w, fd_set *e, struct timeval *
 #ifdef __GLIBC__
 	/* glibc's select writes back what the kernel's pselect6 left of the
 	 * time (musl's passes a copy): in microseconds, truncated. */
-	if (left >= 0) {
+	if (left == RS_LEFT_UNSLEPT) { /* the timeout less a microsecond */
+		if (us) {
+			us--;
+		} else if (sec) {
+			sec--;
+			us = 999999;
+		}
+		tmo->tv_sec = sec;
+		tmo->tv_usec = (suseconds_t)us;
+	} else if (left >= 0) {
 		tmo->tv_sec = (time_t)(left / 1000000000);
 		tmo->tv_usec = (suseconds_t)(left % 1000000000 / 1000);
 	}

@@ -37,9 +37,13 @@ int rs_ep_wait(int epfd, struct epoll_event *evs, int max, int timeout_ms, const
  * pointer stays the kernel's EFAULT), else timeout_ms's (negative:
  * none); to the nanosecond (sys.h rs_timeout_ns), EINVAL as the kernel
  * says it.  left_ns (select's write-back; -1 unless handled with a
- * timeout): the time left, counted from the call's start as the
- * kernel's select counts it (the start is read from the clock only
- * then). */
+ * timeout): the time left of a call that slept, or RS_LEFT_UNSLEPT for
+ * one the engine answered at once (in a few hundred ns): the kernel's
+ * select, its end fixed at its start, writes back for a call shorter
+ * than a microsecond the timeout less one microsecond, which is what
+ * select makes of it, with no clock read (two would cost a third of a
+ * select the engine answers). */
+#define RS_LEFT_UNSLEPT (-3)
 struct pollfd;
 int rs_wait_poll(struct pollfd *fds, unsigned long n, struct rs_sock **recs, int timeout_ms,
 		 const struct timespec *tmo, const sigset_t *ss, int *handled, int64_t *left_ns);

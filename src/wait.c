@@ -335,10 +335,8 @@ int rs_wait_poll(struct pollfd *fds, unsigned long n, struct rs_sock **recs, int
 			free(rec);
 		return timeout_ns == RS_TMO_INVALID || n > 65536 ? -EINVAL : -ENOMEM;
 	}
-	/* The deadline is read from the clock when the call first sleeps;
-	 * select's (whose time left is written back) when it starts, as the
-	 * kernel's. */
-	int64_t deadline = left_ns && timeout_ns > 0 ? rs_now_ns() + timeout_ns : -1;
+	/* The deadline is read from the clock when the call first sleeps. */
+	int64_t deadline = -1;
 	int result, first = 1;
 	for (;;) {
 		int transient = 0;
@@ -403,8 +401,10 @@ int rs_wait_poll(struct pollfd *fds, unsigned long n, struct rs_sock **recs, int
 	if (rec != recs && rec != rec_stack)
 		free(rec);
 	if (left_ns && timeout_ns >= 0) {
-		*left_ns = 0;
-		if (deadline >= 0 && (*left_ns = deadline - rs_now_ns()) < 0)
+		/* A call that slept: what is left of its deadline.  One that did
+		 * not: RS_LEFT_UNSLEPT (see api.h). */
+		*left_ns = deadline >= 0 ? deadline - rs_now_ns() : timeout_ns ? RS_LEFT_UNSLEPT : 0;
+		if (*left_ns < 0 && *left_ns != RS_LEFT_UNSLEPT)
 			*left_ns = 0;
 	}
 	return result;
