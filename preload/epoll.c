@@ -88,3 +88,12 @@ RS_EXPORT int epoll_pwait2(int epfd, struct epoll_event *ev, int max, const stru
 	return REAL(epoll_pwait2)(epfd, ev, max, tmo, ss);
 }
 #endif
+
+/* syscall(SYS_epoll_pwait2) (preload/syscall.c; the C library may have no
+ * wrapper: musl 1.2.3): the engine's wait, or RS_PASS for the kernel's. */
+long rs_raw_epoll_pwait2(int epfd, struct epoll_event *ev, int max, const struct timespec *tmo, const sigset_t *ss)
+{
+	count_plain();
+	int r = engine_wait(epfd, ev, max, -1, tmo, ss);
+	return r == (int)RS_PASS ? RS_PASS : rs_ret(r);
+}

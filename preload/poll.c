@@ -3,8 +3,10 @@
 
 #include <string.h>
 
-/* Count a wait call: on sockets if any watched fd is a tracked socket. */
-static void count_pollfds(const struct pollfd *fds, nfds_t n)
+/* Count a wait call: on sockets if any watched fd is a tracked socket.
+ * (Inlined: poll's fds is write-only to the compiler, glibc's access
+ * attribute, and a call reading it warns.) */
+static inline __attribute__((always_inline)) void count_pollfds(const struct pollfd *fds, nfds_t n)
 {
 	if (!rs_enter())
 		return;
@@ -225,4 +227,88 @@ RS_EXPORT int pselect(int nfds, fd_set *r, fd_set *w, fd_set *e, const struct ti
 	if (k != (int)RS_PASS)
 		return (int)rs_ret(k);
 	return REAL(pselect)(nfds, r, w, e, tmo, ss);
+}
+
+/* ---- the raw system calls (syscall(2): preload/syscall.c) ---------------- */
+
+/* The kernel's own calls write back what is left of a timeout that was
+ * not zero (the C library's ppoll and pselect pass a copy), counted from
+ * the call's start (t0, CLOCK_MONOTONIC ns) to its end, 0 once past. */
+static struct timespec time_left(struct timespec given, int64_t t0)
+{
+	int64_t el = rs_now_ns() - t0;
+	given.tv_sec -= (time_t)(el / 1000000000);
+	given.tv_nsec -= (long)(el % 1000000000);
+	if (given.tv_nsec < 0) {
+		given.tv_nsec += 1000000000;
+		given.tv_sec--;
+	}
+	return given.tv_sec < 0 ? (struct timespec){ 0, 0 } : given;
+}
+
+/* The clock at the start of a call whose timeout the kernel would write
+ * back (valid and not zero), else 0. */
+static int64_t left_start(const struct timespec *t)
+{
+	return t && rs_timeout_ns(t) != RS_TMO_INVALID && (t->tv_sec || t->tv_nsec) ? rs_now_ns() : 0;
+}
+
+long rs_raw_ppoll(struct pollfd *fds, nfds_t nfds, struct timespec *tmo, const sigset_t *ss)
+{
+	count_pollfds(fds, nfds);
+	if (!engine_on())
+		return RS_PASS;
+	urgent_interest(fds, nfds);
+	int64_t t0 = left_start(tmo);
+	struct timespec given = t0 ? *tmo : (struct timespec){ 0, 0 };
+	int handled;
+	int r = rs_wait_poll(fds, nfds, NULL, -1, tmo, ss, &handled, NULL);
+	if (!handled)
+		return RS_PASS;
+	if (t0)
+		*tmo = time_left(given, t0);
+	return rs_ret(r);
+}
+
+long rs_raw_pselect6(int nfds, fd_set *r, fd_set *w, fd_set *e, struct timespec *tmo, const sigset_t *ss)
+{
+	int64_t t0 = left_start(tmo);
+	struct timespec given = t0 ? *tmo : (struct timespec){ 0, 0 };
+	int k = select_engine(nfds, r, w, e, tmo, ss, NULL);
+	if (k == (int)RS_PASS)
+		return RS_PASS;
+	if (t0)
+		*tmo = time_left(given, t0);
+	return rs_ret(k);
+}
+
+/* The kernel's select reads tv_usec as a long and adds whole seconds of
+ * it, negative ones too, before it checks the sum ({2, -1000000} is one
+ * second); past 146 years is as good as none; the time left is written
+ * back in microseconds, truncated. */
+long rs_raw_select(int nfds, fd_set *r, fd_set *w, fd_set *e, struct timeval *tv)
+{
+	struct timespec ts, *tsp = NULL;
+	int64_t t0 = 0;
+	if (tv) {
+		long long sec = (long long)tv->tv_sec, us = (long long)tv->tv_usec;
+		if ((us / 1000000 > 0 && sec > LLONG_MAX - us / 1000000) ||
+		    (us / 1000000 < 0 && sec < LLONG_MIN - us / 1000000))
+			return RS_PASS; /* (the kernel's answer to an overflow) */
+		ts = (struct timespec){ (time_t)(sec + us / 1000000), (long)(us % 1000000 * 1000) };
+		if (ts.tv_sec < 0 || ts.tv_nsec < 0)
+			return RS_PASS; /* the kernel's EINVAL */
+		t0 = left_start(&ts);
+		if (ts.tv_sec < RS_TMO_MAX_SEC)
+			tsp = &ts;
+	}
+	int k = select_engine(nfds, r, w, e, tsp, NULL, NULL);
+	if (k == (int)RS_PASS)
+		return RS_PASS;
+	if (t0) {
+		struct timespec left = time_left(ts, t0);
+		tv->tv_sec = left.tv_sec;
+		tv->tv_usec = (suseconds_t)(left.tv_nsec / 1000);
+	}
+	return rs_ret(k);
 }

@@ -154,6 +154,14 @@ static inline int rs_enter(void)
 		va_end(ap_);                       \
 	} while (0)
 
+/* syscall(2)'s waits (preload/syscall.c): as the kernel's own calls,
+ * which write back the time left (poll.c) and have no wrapper everywhere
+ * (epoll.c); -1 and errno, or RS_PASS for the kernel's call. */
+long rs_raw_ppoll(struct pollfd *fds, nfds_t nfds, struct timespec *tmo, const sigset_t *ss);
+long rs_raw_pselect6(int nfds, fd_set *r, fd_set *w, fd_set *e, struct timespec *tmo, const sigset_t *ss);
+long rs_raw_select(int nfds, fd_set *r, fd_set *w, fd_set *e, struct timeval *tv);
+long rs_raw_epoll_pwait2(int epfd, struct epoll_event *ev, int max, const struct timespec *tmo, const sigset_t *ss);
+
 /* Count bytes moved on a tracked socket. */
 static inline void rs_count_bytes(struct rs_sock *s, int ctr, long r)
 {

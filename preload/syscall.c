@@ -6,7 +6,9 @@
  * waits on or closes a socket it serves, or the program could wait on
  * data the engine has already taken from the kernel: those numbers go to
  * the library's own entry points, which behave as the libc calls do
- * (-1 and errno, like syscall()).  io_uring_setup means the program will
+ * (-1 and errno, like syscall()); the waits as the kernel's own calls,
+ * which write back the time left where the C library's hide it, and
+ * epoll_pwait2 where the C library has no wrapper.  io_uring_setup means the program will
  * reach sockets through a ring the engine cannot see into: every socket
  * leaves the engine first (passthrough uring).  Everything else goes to
  * the kernel unchanged.
@@ -28,6 +30,7 @@ struct rs_sigset_arg {
 
 static long routed(long nr, long a, long b, long c, long d, long e, long f, int *done)
 {
+	long r = RS_PASS; /* (the waits below: theirs, or the kernel's) */
 	*done = 1;
 	switch (nr) {
 	case SYS_read:
@@ -103,18 +106,27 @@ static long routed(long nr, long a, long b, long c, long d, long e, long f, int 
 	case SYS_ppoll:
 		if (d && e != 8)
 			break;
-		return ppoll((struct pollfd *)a, (nfds_t)b, (const struct timespec *)c, (const sigset_t *)d);
+		r = rs_raw_ppoll((struct pollfd *)a, (nfds_t)b, (struct timespec *)c, (const sigset_t *)d);
+		break;
 #ifdef SYS_select
 	case SYS_select:
-		return select((int)a, (fd_set *)b, (fd_set *)c, (fd_set *)d, (struct timeval *)e);
+		r = rs_raw_select((int)a, (fd_set *)b, (fd_set *)c, (fd_set *)d, (struct timeval *)e);
+		break;
 #endif
 	case SYS_pselect6: {
 		const struct rs_sigset_arg *sa = (const struct rs_sigset_arg *)f;
 		if (sa && sa->ss && sa->len != 8)
 			break;
-		return pselect((int)a, (fd_set *)b, (fd_set *)c, (fd_set *)d, (const struct timespec *)e,
-			       sa ? sa->ss : NULL);
+		r = rs_raw_pselect6((int)a, (fd_set *)b, (fd_set *)c, (fd_set *)d, (struct timespec *)e,
+				    sa ? sa->ss : NULL);
+		break;
 	}
+	case SYS_epoll_pwait2:
+		if (e && f != 8)
+			break;
+		r = rs_raw_epoll_pwait2((int)a, (struct epoll_event *)b, (int)c, (const struct timespec *)d,
+					(const sigset_t *)e);
+		break;
 	case SYS_exit_group:
 		_exit((int)a);
 	case SYS_io_uring_setup:
@@ -122,8 +134,8 @@ static long routed(long nr, long a, long b, long c, long d, long e, long f, int 
 			rs_esock_refuse_all(RINGSOCK_PT_URING);
 		break;
 	}
-	*done = 0;
-	return 0;
+	*done = r != RS_PASS;
+	return r;
 }
 
 RS_EXPORT long syscall(long nr, ...)

@@ -17,7 +17,7 @@ check "musl command is static and runs" sh -c '"$0/ringsock" --version | grep -q
 "$B/ringsock" check >"$TMP/check.out" 2>&1
 check "musl ringsock check probes io_uring" grep -q "multishot recv:" "$TMP/check.out"
 check "musl ringsock check says libnl is not built in" grep -q "this build has no libnl" "$TMP/check.out"
-for s in tcp_basic nonblock halfclose_reset epoll pollselect dup udp peek_waitall timeouts_signals engine_wait_timeouts; do
+for s in tcp_basic nonblock halfclose_reset epoll pollselect dup udp peek_waitall timeouts_signals engine_wait_timeouts engine_raw_waits; do
 	musl-gcc -O1 -isystem "$B/musl-include" -o "$TMP/scn_$s" "$RS_SRC/tests/diff/scenarios/$s.c" -lpthread 2>"$TMP/cc.log" ||
 		{ cat "$TMP/cc.log"; bad "musl compile $s"; continue; }
 	if "$RS_SRC/tests/diff/run_diff.sh" "$TMP/scn_$s" "$B/libringsock.so" >"$TMP/diff.log" 2>&1; then
