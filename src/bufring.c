@@ -14,6 +14,13 @@
  * finds none free (ENOBUFS), the next as many join, up to the maximum; a
  * buffer's pages become memory only once it has received data.
  *
+ * Where the kernel has them (6.10+), a stream socket's receive is a bundle:
+ * it may fill several buffers in one go (one pass through TCP's receive
+ * and one ACK decision for all of them instead of one per buffer), which
+ * the kernel takes from consecutive entries of the ring; the group keeps
+ * which buffer each entry was last given, so the completion (the first
+ * buffer's id and the bytes) names them all.
+ *
  * Datagram sockets take their buffers from a second group (rs_ubuf_get),
  * made when the thread's first UDP socket is armed: buffers big enough
  * for any datagram, each returned as soon as its datagram is copied out.
@@ -22,6 +29,17 @@
 #include <sys/mman.h>
 
 #include "engine_int.h"
+
+/* Buffer bid into the ring off entries past its tail (the entry noted). */
+static void buf_add(struct rs_bufring *b, unsigned bid, unsigned off)
+{
+	if (b->slot_bid) {
+		unsigned slot = (b->br->tail + off) & b->mask;
+		b->slot_bid[slot] = (uint16_t)bid;
+		b->bid_slot[bid] = (uint16_t)slot;
+	}
+	io_uring_buf_ring_add(b->br, rs_buf_addr(b, bid), b->size, (unsigned short)bid, b->mask, (int)off);
+}
 
 static unsigned pow2(unsigned v)
 {
@@ -51,7 +69,8 @@ static int group_init(struct rs_ring *r, struct rs_bufring *b, unsigned short bg
 	size_t ring_len = (size_t)b->max * sizeof(struct io_uring_buf);
 	ring_len = (ring_len + 4095) & ~(size_t)4095;
 	size_t ovf_len = ovf ? ((size_t)b->max * sizeof(struct rs_bufovf) + 4095) & ~(size_t)4095 : 0;
-	b->map_len = ring_len + ovf_len + (size_t)b->max * b->size;
+	size_t slots_len = ovf ? ((size_t)b->max * 2 * sizeof(uint16_t) + 4095) & ~(size_t)4095 : 0;
+	b->map_len = ring_len + ovf_len + slots_len + (size_t)b->max * b->size;
 	void *m = mmap(NULL, b->map_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	if (m == MAP_FAILED)
 		return -ENOMEM;
@@ -61,7 +80,9 @@ static int group_init(struct rs_ring *r, struct rs_bufring *b, unsigned short bg
 	madvise(m, b->map_len, MADV_DONTFORK);
 	b->br = m;
 	b->ovf = ovf ? (struct rs_bufovf *)((char *)m + ring_len) : NULL;
-	b->mem = (char *)m + ring_len + ovf_len;
+	b->slot_bid = ovf ? (uint16_t *)(void *)((char *)m + ring_len + ovf_len) : NULL;
+	b->bid_slot = ovf ? b->slot_bid + b->max : NULL;
+	b->mem = (char *)m + ring_len + ovf_len + slots_len;
 	struct io_uring_buf_reg reg = {
 		.ring_addr = (uint64_t)(uintptr_t)b->br,
 		.ring_entries = b->max,
@@ -75,17 +96,25 @@ static int group_init(struct rs_ring *r, struct rs_bufring *b, unsigned short bg
 	}
 	io_uring_buf_ring_init(b->br);
 	for (unsigned i = 0; i < b->count; i++)
-		io_uring_buf_ring_add(b->br, rs_buf_addr(b, i), b->size, (unsigned short)i, b->mask, (int)i);
+		buf_add(b, i, i);
 	io_uring_buf_ring_advance(b->br, (int)b->count);
 	b->pending = 0;
 	b->held = 0;
 	return 0;
 }
 
-int rs_bufring_setup(struct rs_ring *r)
+int rs_bufring_setup(struct rs_ring *r, unsigned features)
 {
-	return group_init(r, &r->buf, RS_BGID_TCP, (uint32_t)rs_rt.cfg.v[RS_K_BUF_SIZE],
-			  (unsigned)rs_rt.cfg.v[RS_K_BUF_COUNT], (unsigned)rs_rt.cfg.v[RS_K_BUF_COUNT_MAX], 1);
+	int e = group_init(r, &r->buf, RS_BGID_TCP, (uint32_t)rs_rt.cfg.v[RS_K_BUF_SIZE],
+			   (unsigned)rs_rt.cfg.v[RS_K_BUF_COUNT], (unsigned)rs_rt.cfg.v[RS_K_BUF_COUNT_MAX], 1);
+	r->buf.bundle = e == 0 && (features & IORING_FEAT_RECVSEND_BUNDLE) &&
+			!(rs_rt.cfg.v[RS_K_FEATURES_DISABLE] & RS_FEAT_BUNDLE);
+	return e;
+}
+
+unsigned rs_buf_bundled(const struct rs_bufring *b, unsigned first, unsigned k)
+{
+	return b->slot_bid[(b->bid_slot[first] + k) & b->mask];
 }
 
 /* Datagram buffers: each takes a whole datagram of any size the kernel
@@ -146,8 +175,7 @@ int rs_bufring_grow(struct rs_ring *r, struct rs_bufring *b)
 		return 0;
 	unsigned add = b->count <= b->max - b->count ? b->count : b->max - b->count;
 	for (unsigned i = 0; i < add; i++)
-		io_uring_buf_ring_add(b->br, rs_buf_addr(b, b->count + i), b->size, (unsigned short)(b->count + i),
-				      b->mask, (int)(b->pending + i));
+		buf_add(b, b->count + i, b->pending + i);
 	b->pending += add;
 	b->count += add;
 	rs_bufring_flush(b);
@@ -166,7 +194,7 @@ void rs_bufring_put(struct rs_ring *r, struct rs_bufring *b, unsigned bid)
 {
 	rs_assert(rs_ring_held(r) && bid < b->count && b->held > 0);
 	(void)r;
-	io_uring_buf_ring_add(b->br, rs_buf_addr(b, bid), b->size, (unsigned short)bid, b->mask, (int)b->pending);
+	buf_add(b, bid, b->pending);
 	b->pending++;
 	b->held--;
 }

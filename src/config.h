@@ -55,6 +55,7 @@ enum rs_feature_bit {
 	RS_FEAT_DEFER_TASKRUN = 1u << 5,
 	RS_FEAT_RECV_CAP = 1u << 6, /* a byte cap on a multishot receive (6.17+) */
 	RS_FEAT_FIXED_FILES = 1u << 7, /* registered files for long-lived sockets (ringfile.c) */
+	RS_FEAT_BUNDLE = 1u << 8, /* a receive into several buffers at once (6.10+) */
 };
 
 #define RS_STR_KNOB_MAX 512

@@ -368,7 +368,8 @@ int rs_ring_poll_quiet(struct rs_ring *r, int slot, const void *key);
 void rs_ring_poll_arm_lazy(struct rs_ring *r, int slot, int fd, const void *key);
 
 /* ---- bufring.c: receive buffers ---------------------------------------- */
-int rs_bufring_setup(struct rs_ring *r);   /* the stream group */
+/* The stream group (features: the ring's io_uring_params.features). */
+int rs_bufring_setup(struct rs_ring *r, unsigned features);
 void rs_bufring_destroy(struct rs_ring *r); /* every group */
 /* The datagram group, made on first use (lock held): 0 or -errno. */
 int rs_ubuf_get(struct rs_ring *r);
@@ -381,6 +382,8 @@ static inline char *rs_buf_addr(struct rs_bufring *b, unsigned bid)
 {
 	return b->mem + (size_t)bid * b->size;
 }
+/* The k-th buffer of a bundle whose first is first (the stream group). */
+unsigned rs_buf_bundled(const struct rs_bufring *b, unsigned first, unsigned k);
 /* A consumed buffer goes back; it reaches the kernel with the batch. */
 void rs_buf_release(struct rs_ring *r, unsigned bid);
 /* A receive found no buffer free: double the buffers in circulation, up

@@ -283,6 +283,13 @@ void rs_stats_setup(void);       /* stats.c: open the report target */
 void rs_stats_setup_child(void); /* stats.c: after fork */
 
 /* ---- probe.c: what io_uring can do here --------------------------------- */
+/* Newer than Debian 12's kernel headers (6.1): receive bundles (6.10). */
+#ifndef IORING_FEAT_RECVSEND_BUNDLE
+#define IORING_FEAT_RECVSEND_BUNDLE (1U << 14)
+#endif
+#ifndef IORING_RECVSEND_BUNDLE
+#define IORING_RECVSEND_BUNDLE (1U << 4)
+#endif
 struct rs_probe {
 	int available;       /* io_uring_setup works */
 	int setup_errno;     /* errno of io_uring_setup when not */

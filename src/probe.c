@@ -20,9 +20,6 @@
 #include "sys.h"
 
 /* Newer than Debian 12's kernel headers (6.1). */
-#ifndef IORING_FEAT_RECVSEND_BUNDLE
-#define IORING_FEAT_RECVSEND_BUNDLE (1U << 14)
-#endif
 #ifndef IORING_SETUP_NO_MMAP
 #define IORING_SETUP_NO_MMAP (1U << 14)
 #endif

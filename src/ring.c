@@ -71,7 +71,7 @@ static int ring_create(struct rs_ring *r)
 	rs_foreign_making(-1);
 	if (e < 0)
 		goto fail_ring;
-	e = rs_bufring_setup(r);
+	e = rs_bufring_setup(r, p.features);
 	if (e < 0)
 		goto fail_ring;
 	long efd = rs_syscall(SYS_eventfd2, 0, EFD_CLOEXEC | EFD_NONBLOCK);

@@ -62,6 +62,8 @@ void rs_tcp_submit_recv(struct rs_ring *r, struct rs_tcp *t)
 	io_uring_prep_recv_multishot(sqe, t->e.fd, NULL, 0, 0);
 	rs_ring_sqe_file(sqe, &t->e);
 	sqe->flags |= IOSQE_BUFFER_SELECT;
+	if (r->buf.bundle)
+		sqe->ioprio |= IORING_RECVSEND_BUNDLE; /* (several buffers per completion) */
 	sqe->buf_group = r->buf.bgid;
 	sqe->file_index = cap; /* (the union's optlen: the byte cap) */
 	t->rx_capped = cap != 0;
@@ -595,8 +597,18 @@ void rs_tcp_recv_done(struct rs_ring *r, struct rs_tcp *t, struct io_uring_cqe *
 	int more = c->flags & IORING_CQE_F_MORE;
 	if (c->res > 0) {
 		unsigned bid = c->flags >> IORING_CQE_BUFFER_SHIFT;
-		r->buf.held++;
-		if (rs_rt.cfg.v[RS_K_RX_CACHE] && !t->e.closing && !t->rxc_used && !rs_dying &&
+		/* (a bundle: every buffer full but the last, bufring.c) */
+		uint32_t size = r->buf.size, left = (uint32_t)c->res, n = (left + size - 1) / size;
+		r->buf.held += n;
+		if (n > 1) {
+			for (uint32_t k = 0; k < n; k++) {
+				unsigned b = k ? rs_buf_bundled(&r->buf, bid, k) : bid;
+				uint32_t len = left < size ? left : size;
+				left -= len;
+				if (t->e.closing || rs_rxq_push(t, r, rs_buf_addr(&r->buf, b), len, (int32_t)b) < 0)
+					rs_buf_release(r, b);
+			}
+		} else if (rs_rt.cfg.v[RS_K_RX_CACHE] && !t->e.closing && !t->rxc_used && !rs_dying &&
 		    !t->ovf_head && rs_rxq_room(t) == 0 &&
 		    (t->rxc || (t->rxc = malloc(r->buf.size)) != NULL)) {
 			/* RX_CACHE: copy into the socket's own buffer and give the
@@ -608,7 +620,7 @@ void rs_tcp_recv_done(struct rs_ring *r, struct rs_tcp *t, struct io_uring_cqe *
 		} else if (t->e.closing ||
 			   rs_rxq_push(t, r, rs_buf_addr(&r->buf, bid), (uint32_t)c->res, (int32_t)bid) < 0)
 			rs_buf_release(r, bid);
-		else if ((size_t)t->rx_bufs * r->buf.size >= t->rx_limit && !t->throttled) {
+		if ((size_t)t->rx_bufs * r->buf.size >= t->rx_limit && !t->throttled && !t->e.closing) {
 			t->throttled = 1;
 			rs_stat_add(RS_C_THROTTLED, 1);
 			if (more)
@@ -628,6 +640,8 @@ void rs_tcp_recv_done(struct rs_ring *r, struct rs_tcp *t, struct io_uring_cqe *
 		}
 	} else if (c->res == -EINVAL && t->rx_capped) {
 		__atomic_store_n(&recv_cap_ok, 0, __ATOMIC_RELAXED); /* re-armed without */
+	} else if (c->res == -EINVAL && r->buf.bundle) {
+		r->buf.bundle = 0; /* (refused: this ring's receives take one buffer) */
 	} else if (c->res != -ECANCELED) {
 		RS_STORE(t->rx_err, -c->res);
 	}

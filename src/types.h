@@ -267,7 +267,16 @@ struct rs_bufring {
 				 * tcpq.c rs_rxq_push); NULL for the datagram
 				 * group [setup] */
 	size_t map_len;         /* bytes of the one mapping that holds the entry
-				 * ring, the overflow slots and the buffers [setup] */
+				 * ring, the overflow slots, the slot maps and the
+				 * buffers [setup] */
+	uint16_t *slot_bid;     /* the stream group's: the buffer each entry of
+				 * the ring was last given, and ... [lock] */
+	uint16_t *bid_slot;     /* ... the entry each buffer was last given to:
+				 * a bundle's buffers follow its first in the
+				 * ring (rs_buf_bundled); NULL for the datagram
+				 * group [lock] */
+	int bundle;             /* its receives may fill several buffers at once
+				 * (IORING_RECVSEND_BUNDLE, 6.10+; tcp_recv.c) [lock] */
 };
 /* A received buffer queued through the overflow chain instead of the
  * socket's queue array (which could not grow): a buffer is in at most one

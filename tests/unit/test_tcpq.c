@@ -78,7 +78,7 @@ static int setup(void **state)
 		return 0;
 	}
 	rs_ring_lock(c.r);
-	if (rs_bufring_setup(c.r) < 0) {
+	if (rs_bufring_setup(c.r, c.r->ring.features) < 0) {
 		refused = 1;
 		return 0;
 	}
