@@ -191,7 +191,7 @@ int rs_cli_check(const struct rs_config *cfg, int knobs_only, char **routes, int
 		printf("%-26s%s\n", "  incremental buffers:", feat(p.buf_ring_inc, 0, 0));
 		printf("%-26s%s\n", "  multishot accept:", feat(p.mshot_accept, 0, 0));
 		printf("%-26s%s\n", "  multishot recv:", feat(p.mshot_recv, dis, RS_FEAT_MSHOT_RECV));
-		printf("%-26s%s\n", "  recv/send bundles:", feat(p.bundle, 0, 0));
+		printf("%-26s%s\n", "  recv/send bundles:", feat(p.bundle, dis, RS_FEAT_BUNDLE));
 		printf("%-26s%s\n", "  registered files:", feat(p.sparse_files, dis, RS_FEAT_FIXED_FILES));
 		printf("%-26s%s%s\n", "  send_zc:", feat(p.send_zc, 0, 0),
 		       p.send_zc && rs_probe_zc_usage() ? ", reports copies" : "");
