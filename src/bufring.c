@@ -112,6 +112,12 @@ int rs_bufring_setup(struct rs_ring *r, unsigned features)
 	return e;
 }
 
+/* The entries a bundle took still name its buffers when its completion is
+ * handled: an entry is written again only when the tail comes round to it
+ * (max entries later), and every entry from a consumed one up to the tail
+ * holds a different buffer (held by a completion not handled yet, since
+ * completions are handled in order, or queued with a socket, or in the
+ * ring), of at most count <= max buffers in all. */
 unsigned rs_buf_bundled(const struct rs_bufring *b, unsigned first, unsigned k)
 {
 	return b->slot_bid[(b->bid_slot[first] + k) & b->mask];
