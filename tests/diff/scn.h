@@ -30,6 +30,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/time.h>
 #include <sys/types.h>
 #include <sys/uio.h>
@@ -429,6 +430,41 @@ static inline void show_epoll(const char *label, int ep, int ms)
 		say("  events %s%s%s%s%s%s", ev[i].events & EPOLLIN ? "IN " : "", ev[i].events & EPOLLPRI ? "PRI " : "",
 		    ev[i].events & EPOLLOUT ? "OUT " : "", ev[i].events & EPOLLRDHUP ? "RDHUP " : "",
 		    ev[i].events & EPOLLERR ? "ERR " : "", ev[i].events & EPOLLHUP ? "HUP" : "");
+}
+
+/* A thread's body (pthread_create, arg a struct scn_late): sends the
+ * four bytes "late" on fd once thread tid sleeps in a call a wait can
+ * sleep in (its current system call, /proc/self/task/TID/syscall: the
+ * kernel's select, poll, ppoll, pselect6 or an io_uring_enter), looking
+ * every millisecond: the wait is known to have slept, with nothing
+ * timed. */
+struct scn_late {
+	pid_t tid;
+	int fd;
+};
+static inline void *send_when_waiting(void *arg)
+{
+	const struct scn_late *l = arg;
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/self/task/%d/syscall", (int)l->tid);
+	for (;;) {
+		long nr = -1;
+		FILE *f = fopen(path, "r");
+		if (f) {
+			if (fscanf(f, "%ld", &nr) != 1)
+				nr = -1;
+			fclose(f);
+		}
+		if (nr == SYS_pselect6 || nr == SYS_ppoll || nr == SYS_io_uring_enter)
+			break;
+#ifdef SYS_select
+		if (nr == SYS_select || nr == SYS_poll)
+			break;
+#endif
+		usleep(1000);
+	}
+	send(l->fd, "late", 4, 0);
+	return NULL;
 }
 
 /* Deterministic pattern bytes. */

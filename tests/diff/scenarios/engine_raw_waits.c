@@ -18,30 +18,8 @@
 #endif
 
 static int s, c;
-static pid_t main_tid;
+static struct scn_late late; /* (the main thread, c) */
 
-/* Sends to s once the main thread sleeps in a wait (as in
- * engine_wait_timeouts). */
-static void *send_when_waiting(void *arg)
-{
-	(void)arg;
-	char path[64];
-	snprintf(path, sizeof(path), "/proc/self/task/%d/syscall", (int)main_tid);
-	for (;;) {
-		long nr = -1;
-		FILE *f = fopen(path, "r");
-		if (f) {
-			if (fscanf(f, "%ld", &nr) != 1)
-				nr = -1;
-			fclose(f);
-		}
-		if (nr == SYS_pselect6 || nr == SYS_ppoll || nr == SYS_io_uring_enter)
-			break;
-		usleep(1000);
-	}
-	send(c, "late", 4, 0);
-	return NULL;
-}
 
 /* What was written back of a timeout of given_ns. */
 static void left(const struct timespec *t, long long given_ns)
@@ -65,8 +43,9 @@ static long raw_pselect(struct timespec *t)
 int main(void)
 {
 	char buf[8];
-	main_tid = (pid_t)syscall(SYS_gettid);
+	late.tid = (pid_t)syscall(SYS_gettid);
 	nb_pair(&c, &s);
+	late.fd = c;
 	arm_by_reading(c, s);
 	int ep = epoll_create1(0);
 	struct epoll_event ev = { .events = EPOLLIN, .data.fd = s }, out[2];
@@ -108,7 +87,7 @@ int main(void)
 
 	/* nothing held: it sleeps until data comes */
 	pthread_t t;
-	if (pthread_create(&t, NULL, send_when_waiting, NULL))
+	if (pthread_create(&t, NULL, send_when_waiting, &late))
 		die("pthread_create");
 	ts = (struct timespec){ 86400, 0 };
 	R("raw ppoll a day, data comes while it sleeps", syscall(SYS_ppoll, &p, 1, &ts, NULL, 8));

@@ -16,35 +16,8 @@
 #include <sys/syscall.h>
 
 static int s, c, ep; /* the engine socket, its peer, a set holding s */
-static pid_t main_tid;
+static struct scn_late late; /* (the main thread, c) */
 
-/* Sends to s once the main thread sleeps in a wait (its current system
- * call, /proc/self/task/TID/syscall: one a select can sleep in, the
- * kernel's or the library's), so that select has slept for sure. */
-static void *send_when_waiting(void *arg)
-{
-	(void)arg;
-	char path[64];
-	snprintf(path, sizeof(path), "/proc/self/task/%d/syscall", (int)main_tid);
-	for (;;) {
-		long nr = -1;
-		FILE *f = fopen(path, "r");
-		if (f) {
-			if (fscanf(f, "%ld", &nr) != 1)
-				nr = -1;
-			fclose(f);
-		}
-		if (nr == SYS_pselect6 || nr == SYS_ppoll || nr == SYS_io_uring_enter)
-			break;
-#ifdef SYS_select
-		if (nr == SYS_select || nr == SYS_poll)
-			break;
-#endif
-		usleep(1000);
-	}
-	send(c, "late", 4, 0);
-	return NULL;
-}
 
 static int sel(struct timeval *tv, int *readable)
 {
@@ -89,8 +62,9 @@ static void left(int readable, const struct timeval *tv, long long given_us)
 int main(void)
 {
 	int rd;
-	main_tid = (pid_t)syscall(SYS_gettid);
+	late.tid = (pid_t)syscall(SYS_gettid);
 	nb_pair(&c, &s);
+	late.fd = c;
 	arm_by_reading(c, s);
 	ep = epoll_create1(0);
 	struct epoll_event ev = { .events = EPOLLIN, .data.fd = s };
@@ -117,7 +91,7 @@ int main(void)
 	/* data while it sleeps: the time left is written back.  (Timeouts
 	 * of a day: "more than a day minus 1000 s left" holds for any run
 	 * that ends before the test's own time limit.) */
-	if (pthread_create(&t, NULL, send_when_waiting, NULL))
+	if (pthread_create(&t, NULL, send_when_waiting, &late))
 		die("pthread_create");
 	tv = (struct timeval){ 86400, 0 };
 	R("select a day, data comes while it sleeps", sel(&tv, &rd));
