@@ -53,14 +53,20 @@ run_case defaults 300 1
 run_case corners 300 2 RINGSOCK_BUF_COUNT=16 RINGSOCK_BUF_COUNT_MAX=16 RINGSOCK_BUF_SIZE=1024 RINGSOCK_RECLAIM=per-op \
 	RINGSOCK_HIGH_ORDER_ALLOC_DISABLE=1 RINGSOCK_SEND_BATCH=1 RINGSOCK_RCVBUF_LIMIT=4096 \
 	RINGSOCK_FEATURES_DISABLE=recv_cap
-check "corners: the buffer ring ran dry and recovered" test "$(stat_sum "$TMP/corners.srv" enobufs)" -gt 0
+# (in either process: with receive bundles, 6.10+, one pass takes every
+# byte waiting, and the echo server's ring runs dry in some runs only;
+# the client's, whose sockets all receive at once, in thousands of places
+# every run)
+check "corners: the buffer ring ran dry and recovered" \
+	test "$(($(stat_sum "$TMP/corners.srv" enobufs) + $(stat_sum "$TMP/corners.cli" enobufs)))" -gt 0
 check "corners: a ring held at its maximum never grew" test "$(stat_sum "$TMP/corners.srv" buf_grows)" = 0
 check "corners: per-op reclaim gave send chunks back as they fell free" \
 	test "$(($(stat_sum "$TMP/corners.srv" reclaim_returns) + $(stat_sum "$TMP/corners.cli" reclaim_returns)))" -gt 0
 # The same demand with room to grow: 16 buffers double to at most 256.
 run_case grows 300 2 RINGSOCK_BUF_COUNT=16 RINGSOCK_BUF_COUNT_MAX=256 RINGSOCK_BUF_SIZE=1024 \
 	RINGSOCK_RCVBUF_LIMIT=4096 RINGSOCK_FEATURES_DISABLE=recv_cap
-check "grows: the receive buffers grew with demand" test "$(stat_sum "$TMP/grows.srv" buf_grows)" -ge 1
+check "grows: the receive buffers grew with demand" \
+	test "$(($(stat_sum "$TMP/grows.srv" buf_grows) + $(stat_sum "$TMP/grows.cli" buf_grows)))" -ge 1
 check "grows: at most four doublings (16 to 256) per ring" test "$(stat_sum "$TMP/grows.srv" buf_grows)" -le \
 	"$((4 * $(stat_sum "$TMP/grows.srv" rings)))"
 run_case capped 300 3 RINGSOCK_BUF_COUNT=16 RINGSOCK_BUF_COUNT_MAX=16 RINGSOCK_BUF_SIZE=1024 RINGSOCK_RCVBUF_LIMIT=4096 \
