@@ -246,11 +246,14 @@ static struct timespec time_left(struct timespec given, int64_t t0)
 	return given.tv_sec < 0 ? (struct timespec){ 0, 0 } : given;
 }
 
-/* The clock at the start of a call whose timeout the kernel would write
- * back (valid and not zero), else 0. */
-static int64_t left_start(const struct timespec *t)
+/* After a wait the engine answered (the clock read at its start, t0):
+ * the time left of a valid timeout that was not zero, written back, as
+ * the kernel's call does.  (tmo is read only now: as in the engine's own
+ * wait, not before an engine socket is known to be involved.) */
+static void put_left(struct timespec *tmo, int64_t t0)
 {
-	return t && rs_timeout_ns(t) != RS_TMO_INVALID && (t->tv_sec || t->tv_nsec) ? rs_now_ns() : 0;
+	if (tmo && rs_timeout_ns(tmo) != RS_TMO_INVALID && (tmo->tv_sec || tmo->tv_nsec))
+		*tmo = time_left(*tmo, t0);
 }
 
 long rs_raw_ppoll(struct pollfd *fds, nfds_t nfds, struct timespec *tmo, const sigset_t *ss)
@@ -259,33 +262,31 @@ long rs_raw_ppoll(struct pollfd *fds, nfds_t nfds, struct timespec *tmo, const s
 	if (!engine_on())
 		return RS_PASS;
 	urgent_interest(fds, nfds);
-	int64_t t0 = left_start(tmo);
-	struct timespec given = t0 ? *tmo : (struct timespec){ 0, 0 };
+	int64_t t0 = tmo ? rs_now_ns() : 0;
 	int handled;
 	int r = rs_wait_poll(fds, nfds, NULL, -1, tmo, ss, &handled, NULL);
 	if (!handled)
 		return RS_PASS;
-	if (t0)
-		*tmo = time_left(given, t0);
+	put_left(tmo, t0);
 	return rs_ret(r);
 }
 
 long rs_raw_pselect6(int nfds, fd_set *r, fd_set *w, fd_set *e, struct timespec *tmo, const sigset_t *ss)
 {
-	int64_t t0 = left_start(tmo);
-	struct timespec given = t0 ? *tmo : (struct timespec){ 0, 0 };
+	int64_t t0 = tmo ? rs_now_ns() : 0;
 	int k = select_engine(nfds, r, w, e, tmo, ss, NULL);
 	if (k == (int)RS_PASS)
 		return RS_PASS;
-	if (t0)
-		*tmo = time_left(given, t0);
+	put_left(tmo, t0);
 	return rs_ret(k);
 }
 
 /* The kernel's select reads tv_usec as a long and adds whole seconds of
  * it, negative ones too, before it checks the sum ({2, -1000000} is one
  * second); past 146 years is as good as none; the time left is written
- * back in microseconds, truncated. */
+ * back in microseconds, truncated.  (The timeval is read before the set
+ * is looked at, as the C library's select reads it: a bad pointer faults
+ * where the kernel would say EFAULT.) */
 long rs_raw_select(int nfds, fd_set *r, fd_set *w, fd_set *e, struct timeval *tv)
 {
 	struct timespec ts, *tsp = NULL;
@@ -298,14 +299,14 @@ long rs_raw_select(int nfds, fd_set *r, fd_set *w, fd_set *e, struct timeval *tv
 		ts = (struct timespec){ (time_t)(sec + us / 1000000), (long)(us % 1000000 * 1000) };
 		if (ts.tv_sec < 0 || ts.tv_nsec < 0)
 			return RS_PASS; /* the kernel's EINVAL */
-		t0 = left_start(&ts);
+		t0 = rs_now_ns();
 		if (ts.tv_sec < RS_TMO_MAX_SEC)
 			tsp = &ts;
 	}
 	int k = select_engine(nfds, r, w, e, tsp, NULL, NULL);
 	if (k == (int)RS_PASS)
 		return RS_PASS;
-	if (t0) {
+	if (tv && (ts.tv_sec || ts.tv_nsec)) {
 		struct timespec left = time_left(ts, t0);
 		tv->tv_sec = left.tv_sec;
 		tv->tv_usec = (suseconds_t)(left.tv_nsec / 1000);

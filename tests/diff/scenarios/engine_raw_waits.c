@@ -81,6 +81,19 @@ int main(void)
 	R("raw select {0, -1}", syscall(SYS_select, s + 1, &r, NULL, NULL, &tv));
 #endif
 	R("raw ppoll tv_nsec 1e9", syscall(SYS_ppoll, &p, 1, &(struct timespec){ 0, 1000000000 }, NULL, 8));
+	/* a set of the kernel's alone: its EFAULT for a timeout it cannot
+	 * read (the library must not read it first) */
+	int pp[2];
+	if (pipe(pp))
+		die("pipe");
+	struct pollfd kp = { pp[0], POLLIN, 0 };
+	R("raw ppoll, a pipe, bad timeout pointer", syscall(SYS_ppoll, &kp, 1, (void *)8, NULL, 8));
+	fd_set kr;
+	FD_ZERO(&kr);
+	FD_SET(pp[0], &kr);
+	R("raw pselect6, a pipe, bad timeout pointer", syscall(SYS_pselect6, pp[0] + 1, &kr, NULL, NULL, (void *)8, NULL));
+	close(pp[0]);
+	close(pp[1]);
 	R("raw epoll_pwait2 tv_nsec -1", syscall(SYS_epoll_pwait2, ep, out, 2, &(struct timespec){ 0, -1 }, NULL, 8));
 	R("raw epoll_pwait2 sigsetsize 4", syscall(SYS_epoll_pwait2, ep, out, 2, NULL, &(sigset_t){ { 0 } }, 4));
 	R("recv", recv(s, buf, sizeof(buf), 0));
