@@ -97,8 +97,9 @@ static int select_engine(int nfds, fd_set *r, fd_set *w, fd_set *e, const struct
 		rs_ring_flush_own_tx(); /* (the kernel's select may sleep) */
 		return (int)RS_PASS;
 	}
-	int words = (nfds + (int)NFDBITS - 1) / (int)NFDBITS, nset = 0;
-	for (int i = 0; i < words; i++)
+	/* (sets of a word or less are sized by nfds: no counting pass) */
+	int words = (nfds + (int)NFDBITS - 1) / (int)NFDBITS, nset = nfds <= (int)NFDBITS ? nfds : 0;
+	for (int i = 0; i < words && nfds > (int)NFDBITS; i++)
 		nset += __builtin_popcountl(set_mask(r, w, e, i, words, nfds));
 	/* (sized to the set: a thread with a small stack may select) */
 	struct pollfd pf[nset ? nset : 1];

@@ -433,7 +433,14 @@ static void ring_prepare(struct rs_ring *r)
 
 int rs_ring_progress(struct rs_ring *r)
 {
-
+	/* Nothing to submit, reap or run: only the mark that the owner
+	 * passed here (the watchdog's, ring_prepare).  (Every wait and read
+	 * answered from the engine comes here.) */
+	if (!rs_ring_has_work(r) && !r->slots_gone) {
+		r->prepare_seq++;
+		r->nr_tx_sqes = 0;
+		return 0;
+	}
 	int handled = 0;
 	for (int round = 0; round < 4; round++) {
 		ring_prepare(r);

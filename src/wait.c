@@ -87,15 +87,17 @@ static void hold_sends(struct pollfd *fds, unsigned long n, struct rs_sock **rec
 }
 
 /* One round's engine answers (r locked): k[] is what the kernel is asked,
- * kind[] what each entry is, revents the engine's answer so far.  Returns
- * the entries ready; *transient: one is in hand-over, look again soon. */
+ * kind[] what each entry is, ans[] the engine's answer (kept apart: the
+ * kernel's call writes k's revents).  Returns the entries ready;
+ * *transient: one is in hand-over, look again soon. */
 static int engine_answers(struct pollfd *fds, unsigned long n, struct rs_sock **rec, struct rs_ring *r,
-			  struct pollfd *k, unsigned char *kind, int *transient)
+			  struct pollfd *k, unsigned char *kind, short *ans, int *transient)
 {
 	int ready = 0;
 	for (unsigned long i = 0; i < n; i++) {
 		k[i] = fds[i];
 		k[i].revents = 0;
+		ans[i] = 0;
 		kind[i] = K_KERNEL;
 		struct rs_esock *t = esock_of(rec[i]);
 		if (!t || (rs_esock_passive(t) && !rs_esock_held_events(t)))
@@ -112,7 +114,7 @@ static int engine_answers(struct pollfd *fds, unsigned long n, struct rs_sock **
 			if (!k[i].events && !no_recv)
 				k[i].fd = -1;
 			unsigned ev = to_poll(rs_esock_readiness(t)) & ((unsigned)fds[i].events | POLLERR | POLLHUP);
-			k[i].revents = (short)ev;
+			ans[i] = (short)ev;
 			ready += ev != 0;
 		} else {
 			/* Detached: data the engine still holds, then the kernel.
@@ -122,12 +124,12 @@ static int engine_answers(struct pollfd *fds, unsigned long n, struct rs_sock **
 			*transient |= rs_esock_mode(t) == RS_ES_DETACHING;
 			unsigned held = rs_esock_held_events(t);
 			if ((held & EPOLLIN) && (fds[i].events & (POLLIN | POLLRDNORM))) {
-				k[i].revents = (short)(fds[i].events & (POLLIN | POLLRDNORM));
+				ans[i] = (short)(fds[i].events & (POLLIN | POLLRDNORM));
 				ready++;
 			}
 			if (held & EPOLLERR) { /* taken from the kernel: ours to report */
-				k[i].revents |= POLLERR;
-				ready += k[i].revents == POLLERR;
+				ans[i] |= POLLERR;
+				ready += ans[i] == POLLERR;
 			}
 		}
 	}
@@ -178,11 +180,11 @@ static int input_woke(struct pollfd *k, unsigned char *kind, unsigned long n, lo
 	return woke;
 }
 
-/* The answers: the engine's (saved) with the kernel's (k, kr: its result).
+/* The answers: the engine's (ans) with the kernel's (k, kr: its result).
  * What the kernel says of an engine socket updates its hints.  Returns the
  * entries ready. */
 static int merge_answers(struct pollfd *fds, unsigned long n, struct rs_sock **rec, const struct pollfd *k,
-			 const unsigned char *kind, const short *saved, long kr)
+			 const unsigned char *kind, const short *ans, long kr)
 {
 	int total = 0;
 	for (unsigned long i = 0; i < n; i++) {
@@ -193,7 +195,7 @@ static int merge_answers(struct pollfd *fds, unsigned long n, struct rs_sock **r
 			if (t && (k[i].revents & (POLLERR | POLLHUP)))
 				rs_esock_kernel_hup(t, (unsigned)k[i].revents);
 		}
-		short rev = kind[i] != K_KERNEL ? (short)(saved[i] | (kr >= 0 ? k[i].revents : 0))
+		short rev = kind[i] != K_KERNEL ? (short)(ans[i] | (kr >= 0 ? k[i].revents : 0))
 			    : (kr >= 0 ? k[i].revents : 0);
 		fds[i].revents = rev;
 		total += rev != 0;
@@ -324,13 +326,17 @@ int rs_wait_poll(struct pollfd *fds, unsigned long n, struct rs_sock **recs, int
 	int64_t timeout_ns = tmo ? rs_timeout_ns(tmo) : rs_ms_ns(timeout_ms);
 	struct pollfd k_stack[65];
 	unsigned char kind_stack[65];
+	short ans_stack[64];
 	struct pollfd *k = n < 65 ? k_stack : malloc((n + 1) * sizeof(*k));
 	unsigned char *kind = n < 65 ? kind_stack : malloc(n + 1);
-	if (timeout_ns == RS_TMO_INVALID || n > 65536 || !k || !kind) {
+	short *ans = n <= 64 ? ans_stack : malloc(n * sizeof(short));
+	if (timeout_ns == RS_TMO_INVALID || n > 65536 || !k || !kind || !ans) {
 		if (k != k_stack)
 			free(k);
 		if (kind != kind_stack)
 			free(kind);
+		if (ans != ans_stack)
+			free(ans);
 		if (rec != recs && rec != rec_stack)
 			free(rec);
 		return timeout_ns == RS_TMO_INVALID || n > 65536 ? -EINVAL : -ENOMEM;
@@ -350,7 +356,7 @@ int rs_wait_poll(struct pollfd *fds, unsigned long n, struct rs_sock **recs, int
 			r->holding = 0;
 		}
 		first = 0;
-		int ready = engine_answers(fds, n, rec, r, k, kind, &transient);
+		int ready = engine_answers(fds, n, rec, r, k, kind, ans, &transient);
 		unsigned long nk = n;
 		int blocking = !ready && timeout_ns != 0;
 		if (r && blocking)
@@ -360,14 +366,6 @@ int rs_wait_poll(struct pollfd *fds, unsigned long n, struct rs_sock **recs, int
 		int skip = !blocking && kernel_skippable(r, k, n);
 		if (r)
 			rs_ring_unlock(r);
-		/* Save engine answers: the kernel call overwrites revents. */
-		short saved_stack[64], *saved = n <= 64 ? saved_stack : malloc(n * sizeof(short));
-		if (!saved) {
-			result = -ENOMEM;
-			break;
-		}
-		for (unsigned long i = 0; i < n; i++)
-			saved[i] = k[i].revents;
 		struct timespec ts;
 		int sliced;
 		struct timespec *tsp = poll_timeout(r, ready ? 0 : timeout_ns, timeout_ns, &deadline, transient, &sliced, &ts);
@@ -381,14 +379,10 @@ int rs_wait_poll(struct pollfd *fds, unsigned long n, struct rs_sock **recs, int
 			wake = 1;
 		}
 		if (kr < 0 && !ready) {
-			if (saved != saved_stack)
-				free(saved);
 			result = (int)kr;
 			break;
 		}
-		int total = merge_answers(fds, n, rec, k, kind, saved, kr);
-		if (saved != saved_stack)
-			free(saved);
+		int total = merge_answers(fds, n, rec, k, kind, ans, kr);
 		if (total || (!wake && !sliced) || timeout_ns == 0 || (deadline >= 0 && rs_now_ns() >= deadline)) {
 			result = total;
 			break;
@@ -398,6 +392,8 @@ int rs_wait_poll(struct pollfd *fds, unsigned long n, struct rs_sock **recs, int
 		free(k);
 	if (kind != kind_stack)
 		free(kind);
+	if (ans != ans_stack)
+		free(ans);
 	if (rec != recs && rec != rec_stack)
 		free(rec);
 	if (left_ns && timeout_ns >= 0) {
