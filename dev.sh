@@ -25,7 +25,7 @@ DEPS=(build-essential cmake pkg-config liburing-dev libnl-3-dev libnl-route-3-de
       util-linux man-db python3 procps git debhelper dpkg-dev lintian rpm
       redis-server redis-tools nginx-light wrk haproxy curl dnsmasq-base dnsperf unbound libpython3.11-testsuite gdb
       nodejs prometheus systemd libglib2.0-tests glib-networking-tests)
-BENCH_DEPS=(python3-matplotlib linux-perf memcached libmemcached-tools)
+BENCH_DEPS=(python3-matplotlib linux-perf memcached libmemcached-tools valgrind)
 
 deps() { # extra packages...
 	local missing=()

@@ -18,7 +18,9 @@
  *
  * Each measure is ROUNDS rounds of BATCH calls; it prints the median of
  * the rounds' ns per call (the rounds drain and refill between them, not
- * timed).  Usage: rs-callcost [ROUNDS] */
+ * timed).  Each round's calls are one function, batch_<measure>, so that
+ * bench/callinstr.sh can count the instructions inside them alone
+ * (callgrind's --toggle-collect).  Usage: rs-callcost [ROUNDS] */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -74,6 +76,30 @@ static void xfer(int fd, size_t n, int out)
 	}
 }
 
+/* The timed batches (not inlined: callinstr.sh counts inside them). */
+#define BATCH_FN static __attribute__((noinline, noclone)) void
+
+BATCH_FN batch_recv_queued(int s, char *msg)
+{
+	for (int i = 0; i < BATCH; i++)
+		if (recv(s, msg, MSG, MSG_WAITALL) != MSG)
+			die("recv_queued");
+}
+
+BATCH_FN batch_send_queued(int c, const char *msg)
+{
+	for (int i = 0; i < BATCH; i++)
+		if (send(c, msg, MSG, 0) != MSG)
+			die("send_queued");
+}
+
+BATCH_FN batch_epoll_ready(int ep, struct epoll_event *out)
+{
+	for (int i = 0; i < BATCH; i++)
+		if (epoll_wait(ep, out, 8, 0) != 1)
+			die("epoll_ready");
+}
+
 /* One select (or poll) on a and b, for reading, with a timeout. */
 static int wait_ready(int use_poll, int a, int b)
 {
@@ -87,6 +113,20 @@ static int wait_ready(int use_poll, int a, int b)
 	FD_SET(b, &rs);
 	struct timeval tv = { 5, 0 };
 	return select((a > b ? a : b) + 1, &rs, NULL, NULL, &tv);
+}
+
+BATCH_FN batch_select_ready(int a, int b)
+{
+	for (int i = 0; i < BATCH; i++)
+		if (wait_ready(0, a, b) != 1)
+			die("select_ready");
+}
+
+BATCH_FN batch_poll_ready(int a, int b)
+{
+	for (int i = 0; i < BATCH; i++)
+		if (wait_ready(1, a, b) != 1)
+			die("poll_ready");
 }
 
 int main(int argc, char **argv)
@@ -118,9 +158,7 @@ int main(int argc, char **argv)
 		if (recv(s, msg, 1, MSG_PEEK) != 1) /* (everything has arrived) */
 			die("peek");
 		int64_t t0 = now_ns();
-		for (int i = 0; i < BATCH; i++)
-			if (recv(s, msg, MSG, MSG_WAITALL) != MSG)
-				die("recv_queued");
+		batch_recv_queued(s, msg);
 		v[r] = (double)(now_ns() - t0) / BATCH;
 	}
 	printf("recv_queued_ns=%.1f ", median(v, rounds));
@@ -128,9 +166,7 @@ int main(int argc, char **argv)
 	/* send to a socket with room */
 	for (int r = 0; r < rounds; r++) {
 		int64_t t0 = now_ns();
-		for (int i = 0; i < BATCH; i++)
-			if (send(c, msg, MSG, 0) != MSG)
-				die("send_queued");
+		batch_send_queued(c, msg);
 		v[r] = (double)(now_ns() - t0) / BATCH;
 		xfer(s, BATCH * MSG, 0);
 	}
@@ -158,9 +194,7 @@ int main(int argc, char **argv)
 		die("epoll warm-up"); /* (it has arrived; MSG - 1 bytes stay readable) */
 	for (int r = 0; r < rounds; r++) {
 		int64_t t0 = now_ns();
-		for (int i = 0; i < BATCH; i++)
-			if (epoll_wait(ep, out, 8, 0) != 1)
-				die("epoll_ready");
+		batch_epoll_ready(ep, out);
 		v[r] = (double)(now_ns() - t0) / BATCH;
 	}
 	printf("epoll_ready_ns=%.1f ", median(v, rounds));
@@ -171,9 +205,10 @@ int main(int argc, char **argv)
 	for (int use_poll = 0; use_poll < 2; use_poll++) {
 		for (int r = 0; r < rounds; r++) {
 			int64_t t0 = now_ns();
-			for (int i = 0; i < BATCH; i++)
-				if (wait_ready(use_poll, l, s2) != 1)
-					die(use_poll ? "poll_ready" : "select_ready");
+			if (use_poll)
+				batch_poll_ready(l, s2);
+			else
+				batch_select_ready(l, s2);
 			v[r] = (double)(now_ns() - t0) / BATCH;
 		}
 		if (!use_poll)
