@@ -58,7 +58,7 @@ struct rs_drain_job {
 };
 
 static struct {
-	pthread_mutex_t lock;         /* everything below */
+	rs_lock lock;                 /* everything below */
 	int state;                    /* 0 not started, 1 running, -1 failed */
 	pthread_t th;
 	int stop;                     /* the thread is asked to end (fork) */
@@ -74,7 +74,7 @@ static struct {
 	uint64_t slots[DRAIN_SLOTS / 64];
 	int nslots;                   /* registered file slots (a multiple of 64) */
 	void (*watchdog)(void);       /* run every RS_WATCH_MS (rs_drain_watch) */
-} dr = { .lock = PTHREAD_MUTEX_INITIALIZER, .evfd = -1 };
+} dr = { .lock = RS_LOCK_INIT, .evfd = -1 };
 
 static void futex_wake(uint32_t *w)
 {
@@ -534,5 +534,5 @@ void rs_drain_after_fork(int child)
 	dr.running = 0;
 	memset(dr.slots, 0, sizeof(dr.slots));
 	memset(&dr.ring, 0, sizeof(dr.ring));
-	pthread_mutex_init(&dr.lock, NULL);
+	rs_lock_init(&dr.lock);
 }

@@ -55,7 +55,7 @@ struct rs_epreg {
 
 struct rs_ep {
 	int epfd;                /* the kernel's set */
-	pthread_mutex_t lock;    /* the ready list, and its registrations' on_ready,
+	rs_lock lock;            /* the ready list, and its registrations' on_ready,
 				  * edge, disabled and seen (byfd: the ctl lock) */
 	struct rs_epreg **byfd;  /* registration by descriptor number (ctl lock) */
 	unsigned nbyfd;          /* byfd's length */
@@ -71,7 +71,7 @@ struct rs_ep {
 };
 
 
-extern pthread_mutex_t rs_ep_ctl_lock;
+extern rs_lock rs_ep_ctl_lock;
 struct rs_ep *rs_ep_get(int epfd, int create); /* the set's record */
 struct rs_epreg *rs_epr_alloc(void);           /* ctl lock held */
 void rs_epr_free(struct rs_epreg *g);

@@ -21,7 +21,7 @@
 
 static struct rs_ep *_Atomic eps[EP_MAX_FD];
 static atomic_int eps_top; /* above the highest epfd ever given a record */
-pthread_mutex_t rs_ep_ctl_lock = PTHREAD_MUTEX_INITIALIZER;
+rs_lock rs_ep_ctl_lock = RS_LOCK_INIT;
 static struct rs_epreg *arena;
 static atomic_uint arena_next;
 static struct rs_epreg *free_regs;
@@ -79,7 +79,7 @@ struct rs_ep *rs_ep_get(int epfd, int create)
 		return NULL;
 	ep->epfd = epfd;
 	ep->pid = rs_rt.pid;
-	pthread_mutex_init(&ep->lock, NULL);
+	rs_lock_init(&ep->lock);
 	struct rs_ep *expect = NULL;
 	if (!atomic_compare_exchange_strong(&eps[epfd], &expect, ep)) {
 		free(ep);
@@ -122,7 +122,7 @@ void rs_ep_fork_release(int child)
 			struct rs_ep *ep = atomic_load(&eps[i]);
 			if (!ep)
 				continue;
-			pthread_mutex_init(&ep->lock, NULL);
+			rs_lock_init(&ep->lock);
 			/* The child shares these sets' kernel registrations with
 			 * the parent: a socket in one that the child armed would
 			 * change what the kernel reports to the parent (its
@@ -137,13 +137,13 @@ void rs_ep_fork_release(int child)
 	}
 	for (int i = 0; i < fork_nheld; i++) {
 		if (child)
-			pthread_mutex_init(&fork_held[i]->lock, NULL);
+			rs_lock_init(&fork_held[i]->lock);
 		else
 			rs_mutex_unlock(&fork_held[i]->lock);
 	}
 	fork_nheld = 0;
 	if (child)
-		pthread_mutex_init(&rs_ep_ctl_lock, NULL);
+		rs_lock_init(&rs_ep_ctl_lock);
 	else
 		rs_mutex_unlock(&rs_ep_ctl_lock);
 }

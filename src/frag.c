@@ -262,7 +262,7 @@ void rs_frag_zc_complete(struct rs_ring *r, struct rs_frag_hold *h, struct io_ur
  * (the kernel may still read them; reused memory would be sent). */
 static struct rs_frag_hold *zc_orphans;
 /* (taken under a ring's lock, which fork holds) */
-static pthread_mutex_t zc_orphans_lock = PTHREAD_MUTEX_INITIALIZER;
+static rs_lock zc_orphans_lock = RS_LOCK_INIT;
 
 void rs_frag_zc_orphan_all(struct rs_ring *r)
 {

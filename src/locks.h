@@ -7,6 +7,7 @@
 #define RS_LOCKS_H
 
 #include <pthread.h>
+#include <stdint.h>
 
 #include "internal.h" /* RS_TLS, rs_unlikely, rs_lock_depth */
 
@@ -52,26 +53,52 @@ static inline void rs_nosig_leave(void)
 	if (--rs_lock_depth == 0 && rs_unlikely(rs_fatal_pending))
 		rs_sig_fatal_deferred();
 }
-static inline void rs_mutex_lock(pthread_mutex_t *m)
+/* The engine's mutex: a futex word, 0 free, 1 held, 2 held with waiters
+ * (the classic three-state lock).  Taken on every call the engine serves
+ * (the socket's, the ring's, an epoll set's), where the C library's
+ * pthread_mutex_t spent more instructions on its type and owner
+ * bookkeeping than the work they guard (bench/callinstr.sh).  Not
+ * recursive, no owner check, like PTHREAD_MUTEX_DEFAULT; after fork the
+ * child sets its copies free again (rs_lock_init), as it did its
+ * pthread mutexes. */
+typedef struct {
+	uint32_t v;
+} rs_lock;
+#define RS_LOCK_INIT { 0 }
+static inline void rs_lock_init(rs_lock *m)
+{
+	__atomic_store_n(&m->v, 0, __ATOMIC_RELAXED);
+}
+void rs_lock_contended(rs_lock *m); /* (locks.c) wait for it, then hold it */
+void rs_lock_wake(rs_lock *m);      /* (locks.c) wake one waiter */
+static inline int rs_lock_try(rs_lock *m)
+{
+	uint32_t free_ = 0;
+	return __atomic_compare_exchange_n(&m->v, &free_, 1, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED);
+}
+
+static inline void rs_mutex_lock(rs_lock *m)
 {
 	rs_nosig_enter();
-	pthread_mutex_lock(m);
+	if (rs_unlikely(!rs_lock_try(m)))
+		rs_lock_contended(m);
 	rs_tsan_acquire(m);
 }
-static inline int rs_mutex_trylock(pthread_mutex_t *m)
+static inline int rs_mutex_trylock(rs_lock *m)
 {
 	rs_nosig_enter();
-	if (pthread_mutex_trylock(m) != 0) {
+	if (!rs_lock_try(m)) {
 		rs_nosig_leave();
 		return -1;
 	}
 	rs_tsan_acquire(m);
 	return 0;
 }
-static inline void rs_mutex_unlock(pthread_mutex_t *m)
+static inline void rs_mutex_unlock(rs_lock *m)
 {
 	rs_tsan_release(m);
-	pthread_mutex_unlock(m);
+	if (rs_unlikely(__atomic_exchange_n(&m->v, 0, __ATOMIC_RELEASE) == 2))
+		rs_lock_wake(m);
 	rs_nosig_leave();
 }
 

@@ -25,7 +25,7 @@
 RS_TLS struct rs_ring *rs_ring_tls;
 static RS_TLS int ring_failed;
 static pthread_key_t exit_key;
-static pthread_mutex_t all_lock = PTHREAD_MUTEX_INITIALIZER;
+static rs_lock all_lock = RS_LOCK_INIT;
 static struct rs_ring *all_rings;
 static void (*watchdog_fn)(void);
 
@@ -125,7 +125,7 @@ static struct rs_ring *ring_new(void)
 			ring_failed = 1;
 			return NULL;
 		}
-		pthread_mutex_init(&r->lock, NULL);
+		rs_lock_init(&r->lock);
 	}
 	memset(&r->ring, 0, sizeof(*r) - offsetof(struct rs_ring, ring));
 	int e = ring_create(r);
@@ -695,11 +695,11 @@ void rs_ring_teardown(struct rs_ring *r)
  * lock new. */
 void rs_rings_after_fork_child(void)
 {
-	pthread_mutex_init(&all_lock, NULL);
+	rs_lock_init(&all_lock);
 	for (struct rs_ring *r = all_rings; r; r = r->all_next) {
 		set_owner(r, 0);
 		if (r->dead) {
-			pthread_mutex_init(&r->lock, NULL);
+			rs_lock_init(&r->lock);
 			continue;
 		}
 		r->txq = r->rearm = r->detach = r->draining = NULL;
@@ -712,7 +712,7 @@ void rs_rings_after_fork_child(void)
 		r->frag.cur = NULL;
 		r->frag.free = NULL; /* heap memory: leaked in the child, small */
 		r->dead = 1;
-		pthread_mutex_init(&r->lock, NULL);
+		rs_lock_init(&r->lock);
 	}
 	rs_ring_tls = NULL;
 	ring_failed = 0;

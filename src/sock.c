@@ -20,7 +20,7 @@
 #include "engine_int.h"
 #include "sys.h"
 
-static pthread_mutex_t socks_lock = PTHREAD_MUTEX_INITIALIZER;
+static rs_lock socks_lock = RS_LOCK_INIT;
 static struct rs_esock *socks; /* every engine socket, for fork (all_next) */
 
 /* The lock that guards the socket entered last; remembered for the unlock. */
@@ -133,7 +133,7 @@ void *rs_esock_new(struct rs_sock *s, int fd, const struct rs_kind_ops *ops, siz
 
 void rs_esock_init(struct rs_esock *e, const struct rs_kind_ops *ops, struct rs_sock *s, int fd)
 {
-	pthread_mutex_init(&e->mu, NULL);
+	rs_lock_init(&e->mu);
 	e->ops = ops;
 	e->fd = fd;
 	e->slot = -1;
@@ -145,7 +145,6 @@ void rs_esock_init(struct rs_esock *e, const struct rs_kind_ops *ops, struct rs_
 void rs_esock_uninit(struct rs_esock *e)
 {
 	atomic_fetch_sub(&e->sock->refs, 1);
-	pthread_mutex_destroy(&e->mu);
 }
 
 int rs_sock_blocking_kernel(struct rs_sock *s)
@@ -231,7 +230,7 @@ void rs_esock_fork_prepare_detached(void)
 void rs_esock_fork_release_detached(int child)
 {
 	if (child)
-		pthread_mutex_init(&socks_lock, NULL);
+		rs_lock_init(&socks_lock);
 	else
 		rs_mutex_unlock(&socks_lock);
 }
@@ -344,7 +343,7 @@ void rs_esock_fork_child(struct rs_esock *e)
 	}
 	e->owner = NULL;
 	e->slot = -1; /* (the parent's ring's table) */
-	pthread_mutex_init(&e->mu, NULL);
+	rs_lock_init(&e->mu);
 	RS_STORE(e->mode, RS_ES_DETACHED);
 	e->recv_armed = e->recv_cancel = 0;
 	e->on_txq = e->on_rearm = e->on_detach = e->on_draining = 0;

@@ -146,6 +146,7 @@
 #include <sys/uio.h>
 
 #include "internal.h"
+#include "locks.h" /* rs_lock */
 
 /* Newer than Debian 12's headers. */
 #ifndef IORING_SETUP_DEFER_TASKRUN
@@ -363,7 +364,7 @@ struct rs_kwatch {
  * ones are kept. */
 struct rs_ring {
 	/* kept when a dead thread's ring record is reused: */
-	pthread_mutex_t lock;   /* the ring's lock: guards every [lock] field
+	rs_lock lock;           /* the ring's lock: guards every [lock] field
 				 * here and the state of the sockets it owns
 				 * [set: made with the record, new in a fork
 				 * child] */
@@ -548,7 +549,7 @@ struct rs_esock {
 	struct rs_drain_job *drain;   /* the rest of a send the kernel could not
 				       * take (drain.c): no new bytes until it is
 				       * done; NULL: none [ring/mu] */
-	pthread_mutex_t mu;      /* guards the state once owner is NULL (lock
+	rs_lock mu;              /* guards the state once owner is NULL (lock
 				  * order: under socks_lock and a ring's lock)
 				  * [set: made at arm, new in a fork child] */
 	int fd;                  /* the descriptor the engine's own calls use:

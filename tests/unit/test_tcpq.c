@@ -72,7 +72,7 @@ static int setup(void **state)
 	rs_rt.cfg.v[RS_K_RECLAIM_BATCH] = 4;
 	c.r = calloc(1, sizeof(*c.r));
 	assert_non_null(c.r);
-	pthread_mutex_init(&c.r->lock, NULL);
+	rs_lock_init(&c.r->lock);
 	if (io_uring_queue_init(64, &c.r->ring, 0) < 0) {
 		refused = 1;
 		return 0;
