@@ -1,7 +1,6 @@
 /* locks.c - the engine mutex's slow paths (locks.h): the waits of a
  * contended lock and the wake-up at its release, on the lock's futex
  * word. */
-#include <limits.h>
 #include <linux/futex.h>
 
 #include "locks.h"
