@@ -72,13 +72,14 @@ RS_EXPORT int ppoll(struct pollfd *fds, nfds_t nfds, const struct timespec *tmo,
 
 /* A set's words (fd_set is an array of longs, NFDBITS bits each, in glibc
  * and musl). */
-static unsigned long set_word(const fd_set *set, int i)
+static inline __attribute__((always_inline)) unsigned long set_word(const fd_set *set, int i)
 {
 	return set ? ((const unsigned long *)(const void *)set)[i] : 0;
 }
 
 /* Word i of the union of the sets, bits at or past nfds cleared. */
-static unsigned long set_mask(const fd_set *r, const fd_set *w, const fd_set *e, int i, int words, int nfds)
+static inline __attribute__((always_inline)) unsigned long set_mask(const fd_set *r, const fd_set *w, const fd_set *e,
+								     int i, int words, int nfds)
 {
 	unsigned long m = set_word(r, i) | set_word(w, i) | set_word(e, i);
 	if (i == words - 1 && nfds % NFDBITS)

@@ -312,7 +312,7 @@ static unsigned kflags(struct rs_ring *r)
  * work runs, but it has been seen to stay set with nothing queued, and
  * taking it for work then spins a wait loop forever.  (Work queued while
  * it is taken for stuck: rs_ring_stale_look.) */
-static unsigned ring_flags(struct rs_ring *r)
+static inline __attribute__((always_inline)) unsigned ring_flags(struct rs_ring *r)
 {
 	unsigned flags = kflags(r);
 	if (!(flags & IORING_SQ_TASKRUN))

@@ -89,19 +89,23 @@ static void hold_sends(struct pollfd *fds, unsigned long n, struct rs_sock **rec
 /* One round's engine answers (r locked): k[] is what the kernel is asked,
  * kind[] what each entry is, ans[] the engine's answer (kept apart: the
  * kernel's call writes k's revents).  Returns the entries ready;
- * *transient: one is in hand-over, look again soon. */
+ * *transient: one is in hand-over, look again soon; *asked: some entry of
+ * k[] is for the kernel (its fd not -1). */
 static int engine_answers(struct pollfd *fds, unsigned long n, struct rs_sock **rec, struct rs_ring *r,
-			  struct pollfd *k, unsigned char *kind, short *ans, int *transient)
+			  struct pollfd *k, unsigned char *kind, short *ans, int *transient, int *asked)
 {
 	int ready = 0;
+	*asked = 0;
 	for (unsigned long i = 0; i < n; i++) {
 		k[i] = fds[i];
 		k[i].revents = 0;
 		ans[i] = 0;
 		kind[i] = K_KERNEL;
 		struct rs_esock *t = esock_of(rec[i]);
-		if (!t || (rs_esock_passive(t) && !rs_esock_held_events(t)))
+		if (!t || (rs_esock_passive(t) && !rs_esock_held_events(t))) {
+			*asked |= k[i].fd >= 0;
 			continue; /* the kernel's alone (an error a call kept is ours) */
+		}
 		if (r && rs_esock_armed_on(t, r)) {
 			kind[i] = K_ENGINE;
 			/* The kernel ignores it, or, for a bulk reader, reports its
@@ -113,6 +117,7 @@ static int engine_answers(struct pollfd *fds, unsigned long n, struct rs_sock **
 				       (RS_LOAD(t->kfull) ? (POLLOUT | POLLWRNORM | POLLWRBAND) : 0) | (no_recv ? POLLRDHUP : 0);
 			if (!k[i].events && !no_recv)
 				k[i].fd = -1;
+			*asked |= k[i].fd >= 0;
 			unsigned ev = to_poll(rs_esock_readiness(t)) & ((unsigned)fds[i].events | POLLERR | POLLHUP);
 			ans[i] = (short)ev;
 			ready += ev != 0;
@@ -121,6 +126,7 @@ static int engine_answers(struct pollfd *fds, unsigned long n, struct rs_sock **
 			 * While detaching, the owner may still move data: look
 			 * again every few milliseconds. */
 			kind[i] = K_LEFTOVER;
+			*asked |= k[i].fd >= 0;
 			*transient |= rs_esock_mode(t) == RS_ES_DETACHING;
 			unsigned held = rs_esock_held_events(t);
 			if ((held & EPOLLIN) && (fds[i].events & (POLLIN | POLLRDNORM))) {
@@ -180,9 +186,9 @@ static int input_woke(struct pollfd *k, unsigned char *kind, unsigned long n, lo
 	return woke;
 }
 
-/* The answers: the engine's (ans) with the kernel's (k, kr: its result).
- * What the kernel says of an engine socket updates its hints.  Returns the
- * entries ready. */
+/* The answers: the engine's (ans) with the kernel's (k, kr: its result;
+ * negative also when it was not asked).  What the kernel says of an
+ * engine socket updates its hints.  Returns the entries ready. */
 static int merge_answers(struct pollfd *fds, unsigned long n, struct rs_sock **rec, const struct pollfd *k,
 			 const unsigned char *kind, const short *ans, long kr)
 {
@@ -216,16 +222,12 @@ static void learn(struct rs_ring *r, const struct pollfd *k, unsigned long n)
 }
 
 /* A call that will not sleep asks the kernel only about what it has to:
- * nothing, or kernel fds the ring does not vouch for (kwatch.c).  1: the
- * kernel need not be asked (r locked, if any). */
-static int kernel_skippable(struct rs_ring *r, struct pollfd *k, unsigned long n)
+ * nothing (asked: 0, engine_answers'), or kernel fds the ring does not
+ * vouch for (kwatch.c).  1: the kernel need not be asked (r locked, if
+ * any). */
+static int kernel_skippable(struct rs_ring *r, struct pollfd *k, unsigned long n, int asked)
 {
-	int skip = 1;
-	for (unsigned long i = 0; i < n && skip; i++)
-		skip = k[i].fd < 0;
-	if (!skip && r)
-		skip = rs_kw_quiet(r, k, n);
-	return skip;
+	return !asked || (r && rs_kw_quiet(r, k, n));
 }
 
 /* This round's timeout for the kernel's ppoll (NULL: none): t_ns (0 when
@@ -272,23 +274,15 @@ static int wake_watched(struct rs_ring *r, struct pollfd *k, unsigned long *nk)
 }
 
 /* The kernel's ppoll of the round's nk fds (k[0..n) the program's kernel
- * fds, then the ring's eventfd), or none when it need not be asked
- * (skip: no revents, counted); what it answered teaches kwatch.c (r
+ * fds, then the ring's eventfd); what it answered teaches kwatch.c (r
  * unlocked).  Its result. */
 static long kernel_poll(struct rs_ring *r, struct pollfd *k, unsigned char *kind, unsigned long n, unsigned long nk,
-			struct timespec *tsp, const sigset_t *ss, int skip, int *woke)
+			struct timespec *tsp, const sigset_t *ss, int *woke)
 {
-	long kr = 0;
-	if (skip) {
-		for (unsigned long i = 0; i < n; i++)
-			k[i].revents = 0;
-		rs_stat_add(RS_C_CALLS_NOSYS, 1);
-	} else {
-		kr = rs_syscall(SYS_ppoll, k, nk, tsp, ss, 8);
-		*woke = input_woke(k, kind, n, kr);
-		if (r && kr >= 0)
-			learn(r, k, n);
-	}
+	long kr = rs_syscall(SYS_ppoll, k, nk, tsp, ss, 8);
+	*woke = input_woke(k, kind, n, kr);
+	if (r && kr >= 0)
+		learn(r, k, n);
 	return kr;
 }
 
@@ -356,21 +350,27 @@ int rs_wait_poll(struct pollfd *fds, unsigned long n, struct rs_sock **recs, int
 			r->holding = 0;
 		}
 		first = 0;
-		int ready = engine_answers(fds, n, rec, r, k, kind, ans, &transient);
+		int asked;
+		int ready = engine_answers(fds, n, rec, r, k, kind, ans, &transient, &asked);
 		unsigned long nk = n;
 		int blocking = !ready && timeout_ns != 0;
 		if (r && blocking)
 			input_wakes(fds, n, rec, k, kind);
 		if (r && blocking && wake_watched(r, k, &nk))
 			continue;
-		int skip = !blocking && kernel_skippable(r, k, n);
+		int skip = !blocking && kernel_skippable(r, k, n, asked);
 		if (r)
 			rs_ring_unlock(r);
-		struct timespec ts;
-		int sliced;
-		struct timespec *tsp = poll_timeout(r, ready ? 0 : timeout_ns, timeout_ns, &deadline, transient, &sliced, &ts);
-		int wake = 0;
-		long kr = kernel_poll(r, k, kind, n, nk, tsp, ss, skip, &wake);
+		int wake = 0, sliced = 0; /* (a call not asking the kernel does not sleep) */
+		long kr = 0;
+		if (skip) {
+			rs_stat_add(RS_C_CALLS_NOSYS, 1);
+		} else {
+			struct timespec ts;
+			struct timespec *tsp =
+				poll_timeout(r, ready ? 0 : timeout_ns, timeout_ns, &deadline, transient, &sliced, &ts);
+			kr = kernel_poll(r, k, kind, n, nk, tsp, ss, &wake);
+		}
 		if (nk > n)
 			rs_ring_evfd_quiet(r, 1); /* (wake_watched unmuted it) */
 		if (nk > n && k[n].revents) {
@@ -382,7 +382,7 @@ int rs_wait_poll(struct pollfd *fds, unsigned long n, struct rs_sock **recs, int
 			result = (int)kr;
 			break;
 		}
-		int total = merge_answers(fds, n, rec, k, kind, ans, kr);
+		int total = merge_answers(fds, n, rec, k, kind, ans, skip ? -1 : kr);
 		if (total || (!wake && !sliced) || timeout_ns == 0 || (deadline >= 0 && rs_now_ns() >= deadline)) {
 			result = total;
 			break;
