@@ -7,7 +7,12 @@
  * but through the hooks it installs at start (pthread_atfork, the thread
  * exit key, the drain thread's watchdog, the fatal-signal flush).
  */
+#define _GNU_SOURCE 1 /* pthread_getattr_np */
 #include <errno.h>
+#ifdef __SANITIZE_ADDRESS__
+#include <pthread.h>
+#include <sanitizer/asan_interface.h>
+#endif
 
 #include "engine_int.h"
 #include "sys.h"
@@ -55,11 +60,38 @@ static int no_zc_holds(void *arg)
 	return !((struct rs_ring *)arg)->zc_holds;
 }
 
+/* A thread cancelled in a blocking call of ours (asynchronous
+ * cancellation: rs_blocking_syscall) was unwound past frames whose
+ * redzones AddressSanitizer never cleared; thread_exit's calls reach that
+ * depth of the stack again.  In AddressSanitizer builds the stack below
+ * the caller is made clean first (__asan_handle_no_return cannot: it
+ * writes there itself). */
+#ifdef __SANITIZE_ADDRESS__
+static __attribute__((noinline)) void asan_forget_unwound(void)
+{
+	pthread_attr_t a;
+	void *lo;
+	size_t size;
+	if (pthread_getattr_np(pthread_self(), &a) != 0)
+		return;
+	int k = pthread_attr_getstack(&a, &lo, &size);
+	pthread_attr_destroy(&a);
+	char *top = __builtin_frame_address(0);
+	if (k == 0 && top > (char *)lo && top <= (char *)lo + size)
+		__asan_unpoison_memory_region(lo, (size_t)(top - (char *)lo));
+}
+#else
+static void asan_forget_unwound(void)
+{
+}
+#endif
+
 static void thread_exit(void *arg)
 {
 	struct rs_ring *r = arg;
 	if (!r || r != rs_ring_tls)
 		return;
+	asan_forget_unwound();
 	rs_ring_lock(r);
 	while (r->owned)
 		rs_esock_ring_gone(r, r->owned);
