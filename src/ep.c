@@ -487,14 +487,10 @@ static void count_wake(struct rs_ring *r, int out, int max)
 /* How long this round may wait (ns, -1: no bound): not at all with events
  * in hand, what is left of the caller's timeout, 10 ms while a socket is
  * in hand-over or the ring may hide work. */
-static int64_t round_timeout(struct rs_ring *r, int ring_mode, int64_t timeout_ns, int64_t deadline,
+static int64_t round_timeout(struct rs_ring *r, int ring_mode, int64_t timeout_ns, int64_t *deadline,
 			     struct round *rd)
 {
-	int64_t t_ns = rd->n ? 0 : timeout_ns;
-	if (t_ns > 0 && deadline >= 0) {
-		int64_t left = deadline - rs_now_ns();
-		t_ns = left <= 0 ? 0 : left;
-	}
+	int64_t t_ns = rs_wait_left(rd->n ? 0 : timeout_ns, timeout_ns, deadline);
 	if (r && RS_LOAD(r->tr_stale) && !ring_mode)
 		rd->transient = 1; /* work the ring may hide: look again soon */
 	if (rd->transient && (t_ns < 0 || t_ns > RS_WAIT_SLICE_NS)) {
@@ -597,9 +593,7 @@ int rs_ep_wait(int epfd, struct epoll_event *evs, int max, int timeout_ms, const
 	int64_t timeout_ns = tmo ? rs_timeout_ns(tmo) : rs_ms_ns(timeout_ms);
 	if (timeout_ns == RS_TMO_INVALID || max <= 0 || max > (int)(INT32_MAX / sizeof(struct epoll_event)))
 		return -EINVAL;
-	int64_t deadline = -1;
-	if (timeout_ns > 0)
-		deadline = rs_now_ns() + timeout_ns;
+	int64_t deadline = -1; /* read from the clock when the call first sleeps */
 	int ring_mode = use_ring_mode(r);
 	int looked_again = 0;
 	uint64_t clk[RS_EP_ORDER];
@@ -621,7 +615,7 @@ int rs_ep_wait(int epfd, struct epoll_event *evs, int max, int timeout_ms, const
 			continue;
 		}
 		int n = rd.n;
-		int64_t t_ns = round_timeout(r, ring_mode, timeout_ns, deadline, &rd);
+		int64_t t_ns = round_timeout(r, ring_mode, timeout_ns, &deadline, &rd);
 		long k = 0;
 		int sleeps = !ring_mode && t_ns != 0;
 		if (sleeps)

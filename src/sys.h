@@ -142,6 +142,24 @@ static inline int64_t rs_ms_ns(int ms)
 	return ms < 0 ? -1 : (int64_t)ms * 1000000;
 }
 
+/* What a wait of timeout_ns may still sleep, for a round that would sleep
+ * t_ns (> 0: the whole timeout; 0 or -1 pass unchanged).  The clock is
+ * read when the call first sleeps (*deadline < 0: the deadline is set
+ * then), not before: the first sleep asks the kernel for the program's
+ * own timeout (whole milliseconds stay whole: epoll_pwait, not
+ * epoll_pwait2), and a call that never sleeps reads no clock. */
+static inline int64_t rs_wait_left(int64_t t_ns, int64_t timeout_ns, int64_t *deadline)
+{
+	if (t_ns <= 0)
+		return t_ns;
+	if (*deadline < 0) {
+		*deadline = rs_now_ns() + timeout_ns;
+		return t_ns;
+	}
+	int64_t left = *deadline - rs_now_ns();
+	return left <= 0 ? 0 : left;
+}
+
 /* ns >= 0 as a timespec. */
 static inline struct timespec rs_ns_timespec(int64_t ns)
 {

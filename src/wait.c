@@ -238,12 +238,7 @@ static int kernel_skippable(struct rs_ring *r, struct pollfd *k, unsigned long n
 static struct timespec *poll_timeout(struct rs_ring *r, int64_t t_ns, int64_t timeout_ns, int64_t *deadline,
 				      int transient, int *sliced, struct timespec *ts)
 {
-	if (t_ns > 0 && *deadline < 0)
-		*deadline = rs_now_ns() + timeout_ns;
-	else if (t_ns > 0) {
-		int64_t left = *deadline - rs_now_ns();
-		t_ns = left <= 0 ? 0 : left;
-	}
+	t_ns = rs_wait_left(t_ns, timeout_ns, deadline);
 	if (r && RS_LOAD(r->tr_stale))
 		transient = 1; /* work the ring may hide: look again soon */
 	*sliced = transient && (t_ns < 0 || t_ns > RS_WAIT_SLICE_NS);
