@@ -1,7 +1,7 @@
 /* rs-callcost: the cost of one call, in nanoseconds, for the calls the
  * engine answers without a system call (issue 14: the library's own cost
  * per call).  Run it plain and under ringsock (bench/callcost.sh does
- * both, alternating); one TCP connection over loopback, one thread:
+ * both, alternating); TCP connections over loopback, one thread:
  *
  *   recv_queued   recv() of 64 bytes with data waiting (the engine answers
  *                 from its receive queue; the kernel path makes a syscall)
@@ -15,12 +15,21 @@
  *   select_ready  select() with a timeout on that socket and the listener:
  *   poll_ready    poll() of the same (the socket readable, the listener
  *                 not: the kernel's to answer for)
+ *   epoll_kernel  epoll_wait(timeout 0) on a set whose one socket the
+ *                 kernel serves, readable: a ping-pong peer's (measured
+ *                 last, its peer a child process), handed to the kernel
+ *                 after the thread's blocking waits returned one event at
+ *                 a time: the epoll layer's cost over a set with nothing
+ *                 of the engine's in it
  *
  * Each measure is ROUNDS rounds of BATCH calls; it prints the median of
  * the rounds' ns per call (the rounds drain and refill between them, not
  * timed).  Each round's calls are one function, batch_<measure>, so that
  * bench/callinstr.sh can count the instructions inside them alone
- * (callgrind's --toggle-collect).  Usage: rs-callcost [ROUNDS] */
+ * (callgrind's --toggle-collect).  Usage: rs-callcost [ROUNDS [--no-peer]]
+ * (rs-callcost --peer PORT is epoll_kernel's peer, which it starts;
+ * --no-peer leaves epoll_kernel out: callinstr.sh's valgrind 3.19 stalls
+ * on its fork and exec beside the library's threads). */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -32,6 +41,7 @@
 #include <sys/epoll.h>
 #include <sys/select.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -100,6 +110,61 @@ BATCH_FN batch_epoll_ready(int ep, struct epoll_event *out)
 			die("epoll_ready");
 }
 
+BATCH_FN batch_epoll_kernel(int ep, struct epoll_event *out)
+{
+	for (int i = 0; i < BATCH; i++)
+		if (epoll_wait(ep, out, 8, 0) != 1)
+			die("epoll_kernel");
+}
+
+/* The epoll_kernel measure's peer (a child process): a request of one
+ * byte and its answer, WARM times, then MSG bytes left to read; it waits
+ * for the end of the connection. */
+#define WARM 200
+static int pp_client(const struct sockaddr_in *a)
+{
+	int c = socket(AF_INET, SOCK_STREAM, 0), one = 1;
+	if (c < 0 || connect(c, (const struct sockaddr *)a, sizeof(*a)) < 0)
+		die("connect");
+	setsockopt(c, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	for (int i = 0; i < WARM; i++) {
+		xfer(c, 1, 1);
+		xfer(c, 1, 0);
+	}
+	xfer(c, MSG, 1);
+	char b[64];
+	while (recv(c, b, sizeof(b), 0) > 0)
+		;
+	return 0;
+}
+
+/* The epoll_kernel measure, the thread's only socket: the ping-pong's
+ * server side, blocking waits that return one event each, until the
+ * library hands the socket to the kernel (ringsock(7): alone) and the
+ * thread's ring serves nothing; then the timed batches into v. */
+static void pp_server(int l, int rounds, double *v)
+{
+	char msg[MSG];
+	int s = accept4(l, NULL, NULL, SOCK_NONBLOCK), one = 1;
+	int ep = epoll_create1(0);
+	struct epoll_event ev = { .events = EPOLLIN, .data.fd = s }, out[8];
+	if (s < 0 || ep < 0 || epoll_ctl(ep, EPOLL_CTL_ADD, s, &ev) < 0)
+		die("epoll");
+	setsockopt(s, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	for (int i = 0; i < WARM; i++)
+		if (epoll_wait(ep, out, 8, 5000) != 1 || recv(s, msg, MSG, 0) != 1 || send(s, msg, 1, 0) != 1)
+			die("ping-pong warm-up");
+	if (epoll_wait(ep, out, 8, 5000) != 1 || recv(s, msg, 1, 0) != 1)
+		die("epoll warm-up"); /* (MSG - 1 bytes stay readable) */
+	for (int r = 0; r < rounds; r++) {
+		int64_t t0 = now_ns();
+		batch_epoll_kernel(ep, out);
+		v[r] = (double)(now_ns() - t0) / BATCH;
+	}
+	close(s);
+	close(ep);
+}
+
 /* One select (or poll) on a and b, for reading, with a timeout. */
 static int wait_ready(int use_poll, int a, int b)
 {
@@ -131,6 +196,11 @@ BATCH_FN batch_poll_ready(int a, int b)
 
 int main(int argc, char **argv)
 {
+	if (argc > 2 && !strcmp(argv[1], "--peer")) {
+		struct sockaddr_in pa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK),
+					  .sin_port = htons((unsigned short)atoi(argv[2])) };
+		return pp_client(&pa);
+	}
 	int rounds = argc > 1 ? atoi(argv[1]) : 200;
 	if (rounds < 1 || rounds > 100000)
 		rounds = 200;
@@ -214,6 +284,34 @@ int main(int argc, char **argv)
 		if (!use_poll)
 			printf("select_ready_ns=%.1f ", median(v, rounds));
 	}
-	printf("poll_ready_ns=%.1f\n", median(v, rounds));
+	printf("poll_ready_ns=%.1f", median(v, rounds));
+	if (argc > 2 && !strcmp(argv[2], "--no-peer")) {
+		printf("\n");
+		return 0;
+	}
+
+	/* Last (its waits change how this thread's reads go): epoll_wait on
+	 * a ping-pong peer's set, the peer a child process, the other
+	 * connections closed first so that this thread's ring serves nothing
+	 * else */
+	close(c);
+	close(s);
+	close(c2);
+	close(s2);
+	close(ep);
+	pid_t child = fork();
+	if (child < 0)
+		die("fork");
+	if (child == 0) {
+		/* (its own program, plain) */
+		char port[16];
+		snprintf(port, sizeof(port), "%d", ntohs(a.sin_port));
+		char *args[] = { argv[0], "--peer", port, NULL }, *env[] = { NULL };
+		execve(strchr(argv[0], '/') ? argv[0] : "/proc/self/exe", args, env);
+		_exit(127);
+	}
+	pp_server(l, rounds, v);
+	waitpid(child, NULL, 0);
+	printf(" epoll_kernel_ns=%.1f\n", median(v, rounds));
 	return 0;
 }
