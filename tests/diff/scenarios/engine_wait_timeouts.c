@@ -41,12 +41,13 @@ static int pwait2(struct epoll_event *out, const struct timespec *t)
 }
 
 /* A thread with no ring of its own waits on the set (the kernel's
- * epoll_pwait2, not a ring's sleep). */
+ * epoll_pwait2 or epoll_pwait, not a ring's sleep). */
 static void *wait_elsewhere(void *arg)
 {
 	(void)arg;
 	struct epoll_event out[2];
 	R("epoll_pwait2 250 us, idle, another thread", pwait2(out, &(struct timespec){ 0, 250000 }));
+	R("epoll_wait 3 ms, idle, another thread", epoll_wait(ep, out, 2, 3));
 	return NULL;
 }
 
