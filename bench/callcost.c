@@ -17,21 +17,28 @@
  *                 not: the kernel's to answer for)
  *   epoll_kernel  epoll_wait(timeout 0) on a set whose one socket the
  *                 kernel serves, readable: a ping-pong peer's (measured
- *                 last, its peer a child process), handed to the kernel
- *                 after the thread's blocking waits returned one event at
- *                 a time: the epoll layer's cost over a set with nothing
- *                 of the engine's in it
+ *                 last), handed to the kernel after the thread's blocking
+ *                 waits returned one event at a time: the epoll layer's
+ *                 cost over a set with nothing of the engine's in it
+ *   recv_kernel   recv() of 1 byte with data waiting on that socket, and
+ *   send_kernel   send() of 1 byte on it: the library's cost around a
+ *                 call the kernel makes (what a ping-pong, one
+ *                 connection's request-response or a connection per
+ *                 request pays on every call)
+ *
+ * The ping-pong's peer is this thread too, its socket made and moved with
+ * raw system calls (no C library call, so the library never sees it), as
+ * another process's would be: the thread's ring serves only the server's
+ * side.  (x86-64 and AArch64; elsewhere the last three are left out.)
  *
  * Each measure is ROUNDS rounds of BATCH calls; it prints the median of
  * the rounds' ns per call (the rounds drain and refill between them, not
  * timed).  Each round's calls are one function, batch_<measure>, so that
  * bench/callinstr.sh can count the instructions inside them alone
- * (callgrind's --toggle-collect).  Usage: rs-callcost [ROUNDS [--no-peer]]
- * (rs-callcost --peer PORT is epoll_kernel's peer, which it starts;
- * --no-peer leaves epoll_kernel out: callinstr.sh's valgrind 3.19 stalls
- * on its fork and exec beside the library's threads). */
+ * (callgrind's --toggle-collect).  Usage: rs-callcost [ROUNDS]. */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
+#include <errno.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <stdio.h>
@@ -40,8 +47,8 @@
 #include <poll.h>
 #include <sys/epoll.h>
 #include <sys/select.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -117,53 +124,150 @@ BATCH_FN batch_epoll_kernel(int ep, struct epoll_event *out)
 			die("epoll_kernel");
 }
 
-/* The epoll_kernel measure's peer (a child process): a request of one
- * byte and its answer, WARM times, then MSG bytes left to read; it waits
- * for the end of the connection. */
-#define WARM 200
-static int pp_client(const struct sockaddr_in *a)
+BATCH_FN batch_recv_kernel(int s, char *msg)
 {
-	int c = socket(AF_INET, SOCK_STREAM, 0), one = 1;
-	if (c < 0 || connect(c, (const struct sockaddr *)a, sizeof(*a)) < 0)
-		die("connect");
-	setsockopt(c, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-	for (int i = 0; i < WARM; i++) {
-		xfer(c, 1, 1);
-		xfer(c, 1, 0);
-	}
-	xfer(c, MSG, 1);
-	char b[64];
-	while (recv(c, b, sizeof(b), 0) > 0)
-		;
-	return 0;
+	for (int i = 0; i < BATCH; i++)
+		if (recv(s, msg, 1, 0) != 1)
+			die("recv_kernel");
 }
 
-/* The epoll_kernel measure, the thread's only socket: the ping-pong's
- * server side, blocking waits that return one event each, until the
- * library hands the socket to the kernel (ringsock(7): alone) and the
- * thread's ring serves nothing; then the timed batches into v. */
-static void pp_server(int l, int rounds, double *v)
+BATCH_FN batch_send_kernel(int s, const char *msg)
+{
+	for (int i = 0; i < BATCH; i++)
+		if (send(s, msg, 1, 0) != 1)
+			die("send_kernel");
+}
+
+/* The peer's system calls, made without the C library (so without the
+ * library's wrappers): the kernel's result, -errno on failure. */
+#if defined(__x86_64__)
+#define RAW_PEER 1
+#define RAW_SOCKET 41
+#define RAW_CONNECT 42
+#define RAW_SENDTO 44
+#define RAW_RECVFROM 45
+#define RAW_CLOSE 3
+static long raw(long nr, long a, long b, long c, long d)
+{
+	long ret;
+	register long r10 __asm__("r10") = d;
+	register long r8 __asm__("r8") = 0;
+	register long r9 __asm__("r9") = 0;
+	__asm__ volatile("syscall"
+			 : "=a"(ret)
+			 : "a"(nr), "D"(a), "S"(b), "d"(c), "r"(r10), "r"(r8), "r"(r9)
+			 : "rcx", "r11", "memory");
+	return ret;
+}
+#elif defined(__aarch64__)
+#define RAW_PEER 1
+#define RAW_SOCKET 198
+#define RAW_CONNECT 203
+#define RAW_SENDTO 206
+#define RAW_RECVFROM 207
+#define RAW_CLOSE 57
+static long raw(long nr, long a, long b, long c, long d)
+{
+	register long x8 __asm__("x8") = nr;
+	register long x0 __asm__("x0") = a;
+	register long x1 __asm__("x1") = b;
+	register long x2 __asm__("x2") = c;
+	register long x3 __asm__("x3") = d;
+	register long x4 __asm__("x4") = 0;
+	register long x5 __asm__("x5") = 0;
+	__asm__ volatile("svc #0" : "+r"(x0) : "r"(x8), "r"(x1), "r"(x2), "r"(x3), "r"(x4), "r"(x5) : "memory");
+	return x0;
+}
+#endif
+
+#ifdef RAW_PEER
+/* The peer sends n bytes, or takes what has arrived of n (the library
+ * moves what it queued when the thread next enters it: a poll of
+ * nothing, which returns at once). */
+static void peer_send(int p, size_t n)
+{
+	static const char buf[BATCH];
+	while (n) {
+		long k = raw(RAW_SENDTO, p, (long)buf, (long)(n < sizeof(buf) ? n : sizeof(buf)), 0);
+		if (k <= 0)
+			die("peer send");
+		n -= (size_t)k;
+	}
+}
+
+static void peer_take(int p, size_t n)
+{
+	static char buf[BATCH];
+	while (n) {
+		long k = raw(RAW_RECVFROM, p, (long)buf, (long)(n < sizeof(buf) ? n : sizeof(buf)), MSG_DONTWAIT);
+		if (k == -EAGAIN) {
+			poll(NULL, 0, 1);
+			continue;
+		}
+		if (k <= 0)
+			die("peer recv");
+		n -= (size_t)k;
+	}
+}
+
+/* The ping-pong's measures (epoll_kernel, recv_kernel, send_kernel): the
+ * server's socket s is the thread's only one; blocking waits that return
+ * one event each, a request of one byte and its answer, until the library
+ * hands s to the kernel (ringsock(7): alone) and the thread's ring serves
+ * nothing; then the timed batches, each measure's median into med[]. */
+#define WARM 200
+static void pp_measures(int l, const struct sockaddr_in *a, int rounds, double *v, double med[3])
 {
 	char msg[MSG];
+	int p = (int)raw(RAW_SOCKET, AF_INET, SOCK_STREAM, 0, 0);
+	if (p < 0 || raw(RAW_CONNECT, p, (long)a, sizeof(*a), 0) < 0)
+		die("peer connect");
 	int s = accept4(l, NULL, NULL, SOCK_NONBLOCK), one = 1;
 	int ep = epoll_create1(0);
 	struct epoll_event ev = { .events = EPOLLIN, .data.fd = s }, out[8];
 	if (s < 0 || ep < 0 || epoll_ctl(ep, EPOLL_CTL_ADD, s, &ev) < 0)
 		die("epoll");
 	setsockopt(s, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-	for (int i = 0; i < WARM; i++)
+	for (int i = 0; i < WARM; i++) {
+		peer_send(p, 1);
 		if (epoll_wait(ep, out, 8, 5000) != 1 || recv(s, msg, MSG, 0) != 1 || send(s, msg, 1, 0) != 1)
 			die("ping-pong warm-up");
+		peer_take(p, 1);
+	}
+	/* epoll_wait with the socket readable (MSG - 1 bytes stay) */
+	peer_send(p, MSG);
 	if (epoll_wait(ep, out, 8, 5000) != 1 || recv(s, msg, 1, 0) != 1)
-		die("epoll warm-up"); /* (MSG - 1 bytes stay readable) */
+		die("epoll warm-up");
 	for (int r = 0; r < rounds; r++) {
 		int64_t t0 = now_ns();
 		batch_epoll_kernel(ep, out);
 		v[r] = (double)(now_ns() - t0) / BATCH;
 	}
+	med[0] = median(v, rounds);
+	/* recv of a byte with data waiting */
+	for (int r = 0; r < rounds; r++) {
+		peer_send(p, BATCH);
+		int q = 0;
+		while (ioctl(s, FIONREAD, &q) == 0 && q < BATCH + MSG - 1)
+			poll(NULL, 0, 1); /* (loopback may deliver later) */
+		int64_t t0 = now_ns();
+		batch_recv_kernel(s, msg);
+		v[r] = (double)(now_ns() - t0) / BATCH;
+	}
+	med[1] = median(v, rounds);
+	/* send of a byte */
+	for (int r = 0; r < rounds; r++) {
+		int64_t t0 = now_ns();
+		batch_send_kernel(s, msg);
+		v[r] = (double)(now_ns() - t0) / BATCH;
+		peer_take(p, BATCH);
+	}
+	med[2] = median(v, rounds);
 	close(s);
 	close(ep);
+	raw(RAW_CLOSE, p, 0, 0, 0);
 }
+#endif
 
 /* One select (or poll) on a and b, for reading, with a timeout. */
 static int wait_ready(int use_poll, int a, int b)
@@ -196,11 +300,6 @@ BATCH_FN batch_poll_ready(int a, int b)
 
 int main(int argc, char **argv)
 {
-	if (argc > 2 && !strcmp(argv[1], "--peer")) {
-		struct sockaddr_in pa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK),
-					  .sin_port = htons((unsigned short)atoi(argv[2])) };
-		return pp_client(&pa);
-	}
 	int rounds = argc > 1 ? atoi(argv[1]) : 200;
 	if (rounds < 1 || rounds > 100000)
 		rounds = 200;
@@ -285,33 +384,19 @@ int main(int argc, char **argv)
 			printf("select_ready_ns=%.1f ", median(v, rounds));
 	}
 	printf("poll_ready_ns=%.1f", median(v, rounds));
-	if (argc > 2 && !strcmp(argv[2], "--no-peer")) {
-		printf("\n");
-		return 0;
-	}
-
-	/* Last (its waits change how this thread's reads go): epoll_wait on
-	 * a ping-pong peer's set, the peer a child process, the other
-	 * connections closed first so that this thread's ring serves nothing
-	 * else */
+#ifdef RAW_PEER
+	/* Last (its waits change how this thread's reads go): the
+	 * ping-pong's, the other connections closed first so that this
+	 * thread's ring serves nothing else */
 	close(c);
 	close(s);
 	close(c2);
 	close(s2);
 	close(ep);
-	pid_t child = fork();
-	if (child < 0)
-		die("fork");
-	if (child == 0) {
-		/* (its own program, plain) */
-		char port[16];
-		snprintf(port, sizeof(port), "%d", ntohs(a.sin_port));
-		char *args[] = { argv[0], "--peer", port, NULL }, *env[] = { NULL };
-		execve(strchr(argv[0], '/') ? argv[0] : "/proc/self/exe", args, env);
-		_exit(127);
-	}
-	pp_server(l, rounds, v);
-	waitpid(child, NULL, 0);
-	printf(" epoll_kernel_ns=%.1f\n", median(v, rounds));
+	double med[3];
+	pp_measures(l, &a, rounds, v, med);
+	printf(" epoll_kernel_ns=%.1f recv_kernel_ns=%.1f send_kernel_ns=%.1f", med[0], med[1], med[2]);
+#endif
+	printf("\n");
 	return 0;
 }

@@ -22,7 +22,7 @@ done
 med() { tr ' ' '\n' <"$tmp/$1" | grep "^$2=" | cut -d= -f2 | sort -g | awk '{v[NR]=$1} END {print (NR%2 ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2)}'; }
 echo
 printf '%-14s %12s %12s %8s\n' call "kernel ns" "ringsock ns" ratio
-for k in recv_queued_ns send_queued_ns epoll_ready_ns select_ready_ns poll_ready_ns epoll_kernel_ns; do
+for k in recv_queued_ns send_queued_ns epoll_ready_ns select_ready_ns poll_ready_ns epoll_kernel_ns recv_kernel_ns send_kernel_ns; do
 	a=$(med kernel $k)
 	b=$(med ringsock $k)
 	awk -v k="${k%_ns}" -v a="$a" -v b="$b" 'BEGIN { printf "%-14s %12.1f %12.1f %8.3f\n", k, a, b, b / a }'

@@ -20,14 +20,14 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 batch=$(sed -n 's/^#define BATCH \([0-9]*\).*/\1/p' "$root/bench/callcost.c")
 calls=$((rounds * batch))
-measures="recv_queued send_queued epoll_ready select_ready poll_ready"
+measures="recv_queued send_queued epoll_ready select_ready poll_ready epoll_kernel recv_kernel send_kernel"
 for m in kernel ringsock; do
 	pre=()
 	[ $m = ringsock ] && pre=(env "LD_PRELOAD=$B/libringsock.so")
 	# (the program runs under env: callgrind follows it, and counts only
 	# inside the batch functions)
 	valgrind --tool=callgrind --trace-children=yes --toggle-collect='batch_*' \
-		--callgrind-out-file="$tmp/$m.%p" "${pre[@]}" "$prog" "$rounds" --no-peer >"$tmp/$m.out" 2>"$tmp/$m.err" ||
+		--callgrind-out-file="$tmp/$m.%p" "${pre[@]}" "$prog" "$rounds" >"$tmp/$m.out" 2>"$tmp/$m.err" ||
 		{ echo "callinstr.sh: $m run failed:" >&2; tail -5 "$tmp/$m.err" >&2; exit 1; }
 	out=$(ls -S "$tmp/$m".[0-9]* | head -1)
 	callgrind_annotate --inclusive=yes "$out" >"$tmp/$m.txt" 2>/dev/null

@@ -117,6 +117,9 @@ void rs_esock_refuse_all(int reason);
  * thread's ring? */
 static inline int rs_sock_armed(struct rs_sock *s);
 static inline int rs_sock_on_engine(struct rs_sock *s);
+/* Has the engine let go of s for good (armed once, passive now: the
+ * kernel serves it alone, and its calls are the kernel's)? */
+static inline int rs_sock_kernel_alone(struct rs_sock *s);
 static inline int rs_sock_served_here(struct rs_sock *s);
 
 /* ---- epreg.c: epoll registrations -------------------------------------------- */
@@ -165,6 +168,11 @@ static inline int rs_sock_on_engine(struct rs_sock *s)
 {
 	struct rs_esock *e = atomic_load_explicit(&s->eng, memory_order_acquire);
 	return e && !rs_esock_passive(e);
+}
+static inline int rs_sock_kernel_alone(struct rs_sock *s)
+{
+	struct rs_esock *e = atomic_load_explicit(&s->eng, memory_order_acquire);
+	return e && rs_esock_passive(e);
 }
 static inline int rs_sock_served_here(struct rs_sock *s)
 {

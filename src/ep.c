@@ -237,7 +237,7 @@ struct round {
  * sleeps in the ring then too. */
 static int use_ring_mode(struct rs_ring *r)
 {
-	if (!r)
+	if (!r || !RS_LOAD(r->owned)) /* (only this thread gives it one) */
 		return 0;
 	int ring = rs_rt.cfg.v[RS_K_WAIT] == RS_WAIT_RING;
 	rs_ring_lock(r);
@@ -305,6 +305,20 @@ static int engine_round(struct rs_ep *ep, int epfd, struct rs_ring *r, struct ep
 	}
 	rs_ring_unlock(r);
 	return 0;
+}
+
+/* Nothing of the engine's to look at this round: this thread's ring
+ * serves no socket (so nothing of a socket's is in flight in it: a
+ * socket leaves it only then), has nothing to do, and the set's ready
+ * list is empty.  The kernel's set answers alone, and need not watch the
+ * ring's eventfd: nothing can come through the ring meanwhile that this
+ * wait must report or act on (what does, an owned socket's completion,
+ * needs an owned socket).  Read without locks: only this thread gives
+ * its ring a socket, and a push on the ready list by another thread
+ * wakes no wait (as before: the kernel's event does). */
+static int kernel_only(const struct rs_ep *ep, struct rs_ring *r)
+{
+	return !RS_LOAD(r->owned) && !RS_LOAD(ep->ready_head) && !rs_ring_has_work(r);
 }
 
 /* A kernel report for g's socket t, with what the engine holds for it:
@@ -500,11 +514,32 @@ static int64_t round_timeout(struct rs_ring *r, int ring_mode, int64_t timeout_n
 	return t_ns;
 }
 
-/* The kernel's wait on the set for t_ns (-1: no bound): epoll_pwait in
+/* The kernel's epoll_pwait of ms milliseconds (blocking: a cancellation
+ * point, like libc's); with no signal mask, epoll_wait, as the C library
+ * makes it where the kernel has it (not on AArch64; where a seccomp
+ * filter refuses it (EPERM), epoll_pwait from then on): it skips the
+ * kernel's signal-mask steps. */
+static long kernel_epoll(int epfd, struct epoll_event *evs, int max, long ms, const sigset_t *ss, int blocking)
+{
+#ifdef SYS_epoll_wait
+	static int no_wait;
+	if (!ss && !RS_LOAD(no_wait)) {
+		long k = blocking ? rs_blocking_syscall(SYS_epoll_wait, epfd, (long)evs, max, ms, 0, 0)
+				  : rs_syscall(SYS_epoll_wait, epfd, evs, max, ms);
+		if (k != -ENOSYS && k != -EPERM)
+			return k;
+		RS_STORE(no_wait, 1);
+	}
+#endif
+	return blocking ? rs_blocking_syscall(SYS_epoll_pwait, epfd, (long)evs, max, ms, (long)ss, 8)
+			: rs_syscall(SYS_epoll_pwait, epfd, evs, max, ms, ss, 8);
+}
+
+/* The kernel's wait on the set for t_ns (-1: no bound): kernel_epoll in
  * whole milliseconds, epoll_pwait2 for a timeout finer than that (where
  * it is missing, before 5.11, or refused, by a seccomp filter that
  * predates it (EPERM): the milliseconds rounded up, as a program's own
- * epoll_wait would ask).  A cancellation point, like libc's. */
+ * epoll_wait would ask). */
 static long kernel_wait(int epfd, struct epoll_event *evs, int max, int64_t t_ns, const sigset_t *ss)
 {
 	static int no_pwait2;
@@ -516,8 +551,7 @@ static long kernel_wait(int epfd, struct epoll_event *evs, int max, int64_t t_ns
 		RS_STORE(no_pwait2, 1);
 	}
 	int64_t ms = t_ns < 0 ? -1 : (t_ns + 999999) / 1000000;
-	return rs_blocking_syscall(SYS_epoll_pwait, epfd, (long)evs, max, ms > INT32_MAX ? -1 : (long)ms, (long)ss,
-				  8);
+	return kernel_epoll(epfd, evs, max, ms > INT32_MAX ? -1 : (long)ms, ss, 1);
 }
 
 /* Nothing anywhere: sleep in the ring, the set polled by it, submitting
@@ -601,7 +635,8 @@ int rs_ep_wait(int epfd, struct epoll_event *evs, int max, int timeout_ms, const
 		struct round rd = { .fetch = 1, .clk = clk };
 		int block = timeout_ns != 0;
 		if (r) {
-			if (engine_round(ep, epfd, r, evs, max, ring_mode, block, &rd))
+			if ((ring_mode || !kernel_only(ep, r)) &&
+			    engine_round(ep, epfd, r, evs, max, ring_mode, block, &rd))
 				continue;
 		} else {
 			/* No ring here: sockets of other threads in this set. */
@@ -623,7 +658,7 @@ int rs_ep_wait(int epfd, struct epoll_event *evs, int max, int timeout_ms, const
 		if (rd.fetch && sleeps)
 			k = kernel_wait(epfd, evs + n, max - n, t_ns, ss);
 		else if (rd.fetch)
-			k = rs_syscall(SYS_epoll_pwait, epfd, evs + n, max - n, 0, ss, 8);
+			k = kernel_epoll(epfd, evs + n, max - n, 0, ss, 0);
 		if (k == -EINTR && sleeps && !rs_sig_take() && !rs_sig_untracked_any()) {
 			/* No handler ran: the kernel cut the sleep for io_uring task
 			 * work of this thread, which the program must not see. */

@@ -273,6 +273,8 @@ ssize_t rs_tcp_recv_call(struct rs_sock *s, int fd, const struct iovec *iov, int
 	int e = rs_kept_error(s);
 	if (e)
 		return -e;
+	if (rs_sock_kernel_alone(s))
+		return RS_PASS; /* (nothing of ours to wait for, or to count) */
 	if (before_engine(s)) {
 		/* What the thread queued goes first, as before any read of
 		 * the kernel's. */

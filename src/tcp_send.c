@@ -64,6 +64,8 @@ ssize_t rs_tcp_send_call(struct rs_sock *s, int fd, const struct iovec *iov, int
 	int e = rs_kept_error(s);
 	if (e)
 		return send_error(e, flags);
+	if (rs_sock_kernel_alone(s))
+		return RS_PASS; /* (nothing of ours queued: the kernel's send) */
 	if (first_send(s))
 		return RS_PASS; /* (the caller flushes what the thread queued first) */
 	/* A blocking send returns when all is accepted, or with what was
