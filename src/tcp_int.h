@@ -112,6 +112,10 @@ struct rs_tcp {
 				   * wt_shift blocking reads */
 	uint8_t wt_retried;       /* the engine's receive is back for a retry
 				   * (1024 << wt_shift blocking reads) */
+	uint8_t lone_reads;       /* a waiting reader's kernel reads in a row,
+				   * each after exactly one send, the only
+				   * socket its ring serves (tcp_recvcall.c
+				   * lone) */
 	uint8_t send_inflight;    /* one send in flight at a time */
 	uint8_t rx_eof;           /* the input ended (the peer's FIN read) */
 	uint8_t shut_wr;          /* shutdown(SHUT_WR) done */

@@ -102,6 +102,7 @@ void rs_tcp_go_direct(struct rs_ring *r, struct rs_tcp *t, int why)
 	t->direct_reads = 0;
 	t->rx_waits = 0;
 	t->rr_rounds = 0;
+	t->lone_reads = 0;
 	if (t->rx_direct)
 		return;
 	RS_STORE(t->rx_direct, 1);

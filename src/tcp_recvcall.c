@@ -40,15 +40,23 @@ static void maybe_passive(struct rs_tcp *t)
  * renew an edge-triggered or one-shot epoll registration (an edge the
  * kernel path would not make).  (One socket of many, in a quiet spell
  * of a busy server, keeps the engine: reads through the kernel while
- * alone, the engine's receive again when the waits return more.)
- * t entered. */
+ * alone, the engine's receive again when the waits return more.)  The
+ * same for a waiting reader (RS_DIRECT_WAITING: its blocking reads are
+ * the kernel's) whose last RS_LONE_READS reads each came after exactly
+ * one send, the only socket its ring serves (lone_read): a blocking
+ * ping-pong peer or request-response client, which makes no epoll wait
+ * to count.  t entered. */
+#define RS_LONE_READS 64
 static int lone(struct rs_tcp *t)
 {
 	struct rs_ring *r = t->e.owner;
-	return t->e.mode == RS_ES_ARMED && r == rs_ring_tls && r->owned == &t->e && !t->e.next &&
-	       RS_LOAD(r->alone) && t->rx_direct &&
-	       t->direct_why == RS_DIRECT_ALONE && !t->e.recv_armed && !t->e.closing &&
-	       t->e.ops->holds_nothing(&t->e) && !rs_ep_sock_detach_renews(&t->e);
+	if (t->e.mode != RS_ES_ARMED || r != rs_ring_tls || r->owned != &t->e || t->e.next || !t->rx_direct)
+		return 0;
+	if (t->direct_why == RS_DIRECT_ALONE ? !RS_LOAD(r->alone)
+					     : t->direct_why != RS_DIRECT_WAITING || t->lone_reads < RS_LONE_READS)
+		return 0;
+	return !t->e.recv_armed && !t->e.closing && t->e.ops->holds_nothing(&t->e) &&
+	       !rs_ep_sock_detach_renews(&t->e);
 }
 
 static void hand_over(struct rs_sock *s, int fd)
@@ -145,6 +153,22 @@ struct recv_call {
 	int lone;                /* a read found the socket lone: hand it over */
 };
 
+/* A waiting reader's read goes to the kernel (kernel_waits, t entered,
+ * note_recv made): one more in a row after exactly one send, while its
+ * ring serves it alone, or the count starts again; RS_LONE_READS of them
+ * hand it to the kernel for good, at the end of this call (lone). */
+static void lone_read(struct recv_call *c, struct rs_tcp *t)
+{
+	struct rs_ring *r = t->e.owner;
+	if (t->direct_why == RS_DIRECT_WAITING && RS_LOAD(c->s->pingpong) && r->owned == &t->e && !t->e.next) {
+		if (t->lone_reads < RS_LONE_READS)
+			t->lone_reads++;
+	} else {
+		t->lone_reads = 0;
+	}
+	c->lone = t->lone_reads >= RS_LONE_READS && lone(t);
+}
+
 /* The call waits and the kernel has the data (a bulk reader, a socket
  * open in another process too): it waits, with its own timeout and signal
  * rules, after our queued sends have gone.  t entered; returns with it
@@ -157,7 +181,6 @@ static int kernel_waits(struct recv_call *c, struct rs_tcp *t, ssize_t *r)
 		rs_esock_unlock(&t->e);
 		return 0;
 	}
-	rs_esock_unlock(&t->e);
 	if (!c->done && !c->slept) {
 		/* Nothing in hand and no wait of ours yet: the program's own
 		 * call is the kernel's, made by the C library (RS_PASS), with
@@ -167,10 +190,13 @@ static int kernel_waits(struct recv_call *c, struct rs_tcp *t, ssize_t *r)
 		 * what a ping-pong reader paid).  Counted as if it gets
 		 * data (a timeout or a signal counts as one too). */
 		note_recv(c->s);
+		lone_read(c, t);
+		rs_esock_unlock(&t->e);
 		rs_stat_add(RS_C_DIRECT, 1);
 		*r = RS_PASS;
 		return 1;
 	}
+	rs_esock_unlock(&t->e);
 	if (c->done) {
 		/* MSG_WAITALL with bytes in hand: a new kernel read
 		 * would start from nothing, and a signal with

@@ -41,6 +41,12 @@
  *   push N       N 64-byte sends with no read between (a stream) -- the
  *                16th in a row gives a request-response connection back
  *                to the engine
+ *   bpp N        N rounds of a blocking ping-pong: the peer sends one
+ *                message, a blocking read takes it, one 64-byte send
+ *                answers (the peer never reads) -- a waiting reader whose
+ *                ring serves it alone is handed to the kernel for good
+ *                at the read after 64 rounds (alone_handovers)
+ *   bpptwo N     the same with two sends per round: never handed over
  *   other N      N more connections, accepted here (blocking) and added
  *                to the event loop's set, where they stay idle: the
  *                thread's ring serves more than this socket, so being
@@ -222,6 +228,15 @@ int main(int argc, char **argv)
 		} else if (!strcmp(step, "rr") || !strcmp(step, "rrb") || !strcmp(step, "rrc") || !strcmp(step, "rrtwo")) {
 			for (int k = 0; k < n; k++)
 				rr_round(!strcmp(step, "rrtwo") ? 2 : 1);
+		} else if (!strcmp(step, "bpp") || !strcmp(step, "bpptwo")) {
+			for (int k = 0; k < n; k++) {
+				feed(1);
+				if (recv(sock, buf, sizeof(buf), 0) != sizeof(buf))
+					die("bpp: read");
+				for (int j = 0; j < (step[3] ? 2 : 1); j++)
+					if (send(sock, buf, sizeof(buf), 0) != sizeof(buf))
+						die("bpp: send");
+			}
 		} else if (!strcmp(step, "push")) {
 			for (int k = 0; k < n; k++)
 				if (send(sock, big, 64, 0) != 64)

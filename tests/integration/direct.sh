@@ -121,6 +121,38 @@ expect "alone of two: reads then: the engine's" "$out" ebusy:3 "direct_on=0 dire
 expect "alone of two: 64 lone wake-ups again: the kernel's" "$out" ewait:64 \
 	"direct_on=1 direct_off=0 kernel_reads=0 handovers=0"
 
+# A blocking ping-pong (a request read by a blocking read that goes to
+# the kernel, a waiting reader; one answer sent): when the socket is the
+# only one its thread's ring serves, the read after 64 rounds in a row of
+# one read and one send hands it to the kernel for good (alone_handovers):
+# from then on its calls are the kernel's (no direct read counted).  The
+# first round's read has no send before it; two sends in a round start the
+# count again; with a second connection on the ring, never.  (kernel_reads
+# counts the answers too: sent through the kernel.)
+bsteps="waits:4 bpp:64 bpp:1 bpp:3 bpptwo:1 bpp:70"
+out=$(LD_PRELOAD="$RS_LIB" "$RS_DIRECT" $bsteps)
+check "blocking ping-pong: the peer ran" test "$(echo "$out" | tail -1)" = "peer ok"
+expect "blocking ping-pong: a waiting reader" "$out" waits:4 "direct_on=1 handovers=0"
+expect "blocking ping-pong: 64 rounds: reads and sends through the kernel" "$out" bpp:64 \
+	"direct_on=0 direct_off=0 kernel_reads=128 handovers=0"
+expect "blocking ping-pong: the next read: the kernel's, then the socket" "$out" bpp:1 \
+	"direct_on=0 direct_off=0 kernel_reads=1 handovers=1"
+expect "blocking ping-pong: then its calls are the kernel's alone" "$out" bpp:3 \
+	"direct_on=0 direct_off=0 kernel_reads=0 engine_reads=0 handovers=0"
+expect "blocking ping-pong: two sends in a round: still the kernel's" "$out" bpptwo:1 \
+	"direct_on=0 direct_off=0 kernel_reads=0 engine_reads=0 handovers=0"
+for i in 1 2; do
+	again=$(LD_PRELOAD="$RS_LIB" "$RS_DIRECT" $bsteps)
+	check "blocking ping-pong: run $i gives the same counts" test "$(same "$again")" = "$(same "$out")"
+done
+out=$(LD_PRELOAD="$RS_LIB" "$RS_DIRECT" waits:4 bpptwo:70 bpp:64 bpp:1)
+expect "blocking ping-pong: 70 rounds of two sends: not handed over" "$out" bpptwo:70 "handovers=0"
+expect "blocking ping-pong: 64 rounds of one send after them: not yet" "$out" bpp:64 "handovers=0"
+expect "blocking ping-pong: the next: handed over" "$out" bpp:1 "handovers=1"
+out=$(LD_PRELOAD="$RS_LIB" "$RS_DIRECT" other:1 waits:4 bpp:70)
+expect "blocking ping-pong beside another connection: not handed over" "$out" bpp:70 \
+	"direct_on=0 direct_off=0 kernel_reads=140 handovers=0"
+
 # A request-response connection of an event loop (nonblocking: one
 # request read, one answer sent, round after round): nothing for the
 # engine to merge, so after 16 such rounds in a row its reads and sends go
