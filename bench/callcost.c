@@ -52,6 +52,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../src/sys.h"
+
 #define BATCH 512
 #define MSG 64
 
@@ -139,45 +141,10 @@ BATCH_FN batch_send_kernel(int s, const char *msg)
 }
 
 /* The peer's system calls, made without the C library (so without the
- * library's wrappers): the kernel's result, -errno on failure. */
-#if defined(__x86_64__)
+ * library's wrappers): the engine's own (src/sys.h, inline on x86-64 and
+ * AArch64); the kernel's result, -errno on failure. */
+#if defined(__x86_64__) || defined(__aarch64__)
 #define RAW_PEER 1
-#define RAW_SOCKET 41
-#define RAW_CONNECT 42
-#define RAW_SENDTO 44
-#define RAW_RECVFROM 45
-#define RAW_CLOSE 3
-static long raw(long nr, long a, long b, long c, long d)
-{
-	long ret;
-	register long r10 __asm__("r10") = d;
-	register long r8 __asm__("r8") = 0;
-	register long r9 __asm__("r9") = 0;
-	__asm__ volatile("syscall"
-			 : "=a"(ret)
-			 : "a"(nr), "D"(a), "S"(b), "d"(c), "r"(r10), "r"(r8), "r"(r9)
-			 : "rcx", "r11", "memory");
-	return ret;
-}
-#elif defined(__aarch64__)
-#define RAW_PEER 1
-#define RAW_SOCKET 198
-#define RAW_CONNECT 203
-#define RAW_SENDTO 206
-#define RAW_RECVFROM 207
-#define RAW_CLOSE 57
-static long raw(long nr, long a, long b, long c, long d)
-{
-	register long x8 __asm__("x8") = nr;
-	register long x0 __asm__("x0") = a;
-	register long x1 __asm__("x1") = b;
-	register long x2 __asm__("x2") = c;
-	register long x3 __asm__("x3") = d;
-	register long x4 __asm__("x4") = 0;
-	register long x5 __asm__("x5") = 0;
-	__asm__ volatile("svc #0" : "+r"(x0) : "r"(x8), "r"(x1), "r"(x2), "r"(x3), "r"(x4), "r"(x5) : "memory");
-	return x0;
-}
 #endif
 
 #ifdef RAW_PEER
@@ -188,7 +155,7 @@ static void peer_send(int p, size_t n)
 {
 	static const char buf[BATCH];
 	while (n) {
-		long k = raw(RAW_SENDTO, p, (long)buf, (long)(n < sizeof(buf) ? n : sizeof(buf)), 0);
+		long k = rs_syscall(SYS_sendto, p, buf, n < sizeof(buf) ? n : sizeof(buf), 0, NULL, 0);
 		if (k <= 0)
 			die("peer send");
 		n -= (size_t)k;
@@ -199,7 +166,7 @@ static void peer_take(int p, size_t n)
 {
 	static char buf[BATCH];
 	while (n) {
-		long k = raw(RAW_RECVFROM, p, (long)buf, (long)(n < sizeof(buf) ? n : sizeof(buf)), MSG_DONTWAIT);
+		long k = rs_syscall(SYS_recvfrom, p, buf, n < sizeof(buf) ? n : sizeof(buf), MSG_DONTWAIT, NULL, NULL);
 		if (k == -EAGAIN) {
 			poll(NULL, 0, 1);
 			continue;
@@ -219,8 +186,8 @@ static void peer_take(int p, size_t n)
 static void pp_measures(int l, const struct sockaddr_in *a, int rounds, double *v, double med[3])
 {
 	char msg[MSG];
-	int p = (int)raw(RAW_SOCKET, AF_INET, SOCK_STREAM, 0, 0);
-	if (p < 0 || raw(RAW_CONNECT, p, (long)a, sizeof(*a), 0) < 0)
+	int p = (int)rs_syscall(SYS_socket, AF_INET, SOCK_STREAM, 0);
+	if (p < 0 || rs_syscall(SYS_connect, p, a, sizeof(*a)) < 0)
 		die("peer connect");
 	int s = accept4(l, NULL, NULL, SOCK_NONBLOCK), one = 1;
 	int ep = epoll_create1(0);
@@ -265,7 +232,7 @@ static void pp_measures(int l, const struct sockaddr_in *a, int rounds, double *
 	med[2] = median(v, rounds);
 	close(s);
 	close(ep);
-	raw(RAW_CLOSE, p, 0, 0, 0);
+	rs_syscall(SYS_close, p);
 }
 #endif
 

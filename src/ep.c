@@ -313,12 +313,16 @@ static int engine_round(struct rs_ep *ep, int epfd, struct rs_ring *r, struct ep
  * list is empty.  The kernel's set answers alone, and need not watch the
  * ring's eventfd: nothing can come through the ring meanwhile that this
  * wait must report or act on (what does, an owned socket's completion,
- * needs an owned socket).  Read without locks: only this thread gives
- * its ring a socket, and a push on the ready list by another thread
- * wakes no wait (as before: the kernel's event does). */
-static int kernel_only(const struct rs_ep *ep, struct rs_ring *r)
+ * needs an owned socket; only this thread gives its ring one, so the
+ * ring is looked at without its lock). */
+static int kernel_only(struct rs_ep *ep, struct rs_ring *r)
 {
-	return !RS_LOAD(r->owned) && !RS_LOAD(ep->ready_head) && !rs_ring_has_work(r);
+	if (RS_LOAD(r->owned) || rs_ring_has_work(r))
+		return 0;
+	rs_mutex_lock(&ep->lock);
+	int empty = !ep->ready_head;
+	rs_mutex_unlock(&ep->lock);
+	return empty;
 }
 
 /* A kernel report for g's socket t, with what the engine holds for it:

@@ -18,7 +18,7 @@ void rs_ring_own(struct rs_ring *r, struct rs_esock *e)
 	e->next = r->owned;
 	if (r->owned)
 		r->owned->prev = e;
-	r->owned = e;
+	RS_STORE(r->owned, e); /* (the owner looks without the lock: ep.c) */
 }
 
 void rs_ring_disown(struct rs_ring *r, struct rs_esock *e)
@@ -27,7 +27,7 @@ void rs_ring_disown(struct rs_ring *r, struct rs_esock *e)
 	if (e->prev)
 		e->prev->next = e->next;
 	else if (r->owned == e)
-		r->owned = e->next;
+		RS_STORE(r->owned, e->next);
 	if (e->next)
 		e->next->prev = e->prev;
 	e->prev = e->next = NULL;
