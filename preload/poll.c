@@ -112,16 +112,16 @@ static int select_engine(int nfds, fd_set *r, fd_set *w, fd_set *e, const struct
 		unsigned long rw = set_word(r, i), ww = set_word(w, i), ew = set_word(e, i);
 		for (unsigned long m = set_mask(r, w, e, i, words, nfds); m && n < nset; m &= m - 1) {
 			int b = __builtin_ctzl(m), fd = i * (int)NFDBITS + b;
-			unsigned long bit = 1UL << b;
-			short ev = (short)(((rw & bit) ? POLLIN : 0) | ((ww & bit) ? POLLOUT : 0) | ((ew & bit) ? POLLPRI : 0));
+			short ev = (short)((((rw >> b) & 1) * POLLIN) | (((ww >> b) & 1) * POLLOUT) |
+					   (((ew >> b) & 1) * POLLPRI));
 			struct rs_sock *s = rs_fd_peek(fd);
-			ours |= s != NULL;
-			if (s && (ev & POLLPRI))
-				urgent_interest(&(struct pollfd){ .fd = fd, .events = POLLPRI }, 1);
-			engine |= s && rs_sock_on_engine(s);
-			pf[n].fd = fd;
-			pf[n].events = ev;
-			pf[n].revents = 0;
+			if (s) {
+				ours = 1;
+				if (rs_unlikely(ev & POLLPRI))
+					urgent_interest(&(struct pollfd){ .fd = fd, .events = POLLPRI }, 1);
+				engine |= rs_sock_on_engine(s);
+			}
+			pf[n] = (struct pollfd){ .fd = fd, .events = ev };
 			recs[n++] = s;
 		}
 	}
@@ -136,33 +136,38 @@ static int select_engine(int nfds, fd_set *r, fd_set *w, fd_set *e, const struct
 		return (int)RS_PASS;
 	if (k < 0)
 		return k;
-	for (int i = 0; i < n; i++)
+	for (int i = 0; i < n && k; i++) /* (k: the entries with an answer) */
 		if (pf[i].revents & POLLNVAL)
 			return -EBADF;
 	/* Clear only the words the kernel would write (nfds bits, rounded up
 	 * to whole words): a program may pass sets sized for its highest
 	 * descriptor, smaller than an fd_set (libevent does). */
+	unsigned long *rs = (unsigned long *)(void *)r, *ws = (unsigned long *)(void *)w, *es = (unsigned long *)(void *)e;
 	for (int i = 0; i < words; i++) {
-		if (r)
-			((unsigned long *)(void *)r)[i] = 0;
-		if (w)
-			((unsigned long *)(void *)w)[i] = 0;
-		if (e)
-			((unsigned long *)(void *)e)[i] = 0;
+		if (rs)
+			rs[i] = 0;
+		if (ws)
+			ws[i] = 0;
+		if (es)
+			es[i] = 0;
 	}
 	int count = 0;
-	for (int i = 0; i < n; i++) {
+	for (int i = 0; i < n && k; i++) {
 		short rev = pf[i].revents, ev = pf[i].events;
+		if (!rev)
+			continue;
+		int word = pf[i].fd / (int)NFDBITS;
+		unsigned long bit = 1UL << (pf[i].fd % (int)NFDBITS);
 		if ((ev & POLLIN) && (rev & (POLLIN | POLLHUP | POLLERR))) {
-			FD_SET(pf[i].fd, r);
+			rs[word] |= bit;
 			count++;
 		}
 		if ((ev & POLLOUT) && (rev & (POLLOUT | POLLERR))) {
-			FD_SET(pf[i].fd, w);
+			ws[word] |= bit;
 			count++;
 		}
 		if ((ev & POLLPRI) && (rev & POLLPRI)) {
-			FD_SET(pf[i].fd, e);
+			es[word] |= bit;
 			count++;
 		}
 	}

@@ -40,6 +40,12 @@ struct pollfd;
 /* May the kernel entries of k[0..n) (fd < 0: not asked) be answered "not
  * ready" without asking the kernel (lock held, after progress)? */
 int rs_kw_quiet(struct rs_ring *r, const struct pollfd *k, unsigned long n);
+/* rs_kw_quiet one entry at a time: rs_kw_vouches (may the ring answer
+ * for its kernel fds at all?), rs_kw_covers for each kernel fd, and
+ * rs_kw_skipped when the kernel was not asked (lock held). */
+int rs_kw_vouches(struct rs_ring *r);
+int rs_kw_covers(struct rs_ring *r, int fd, unsigned events);
+void rs_kw_skipped(struct rs_ring *r);
 /* The kernel answered "none ready" for the kernel entries of k[0..n):
  * register them and arm the ring's poll of them (lock held). */
 void rs_kw_learn(struct rs_ring *r, const struct pollfd *k, unsigned long n);

@@ -83,20 +83,33 @@ void rs_kw_reset(struct rs_ring *r)
 	w->skips = 0;
 }
 
-int rs_kw_quiet(struct rs_ring *r, const struct pollfd *k, unsigned long n)
+int rs_kw_vouches(struct rs_ring *r)
 {
 	struct rs_kwatch *w = &r->kw;
-	if (!w->have || w->gen != atomic_load(&kw_gen) || w->skips >= RS_KW_LOOK_EVERY ||
-	    !rs_ring_poll_quiet(r, RS_POLL_KW, w))
+	return w->have && w->gen == atomic_load(&kw_gen) && w->skips < RS_KW_LOOK_EVERY &&
+	       rs_ring_poll_quiet(r, RS_POLL_KW, w);
+}
+
+int rs_kw_covers(struct rs_ring *r, int fd, unsigned events)
+{
+	struct rs_kwatch *w = &r->kw;
+	int j = find(w, fd);
+	return j >= 0 && w->reg[j].events != RS_KW_NEVER && !(events & KW_EVENTS & ~w->reg[j].events);
+}
+
+void rs_kw_skipped(struct rs_ring *r)
+{
+	r->kw.skips++;
+}
+
+int rs_kw_quiet(struct rs_ring *r, const struct pollfd *k, unsigned long n)
+{
+	if (!rs_kw_vouches(r))
 		return 0;
-	for (unsigned long i = 0; i < n; i++) {
-		if (k[i].fd < 0)
-			continue;
-		int j = find(w, k[i].fd);
-		if (j < 0 || w->reg[j].events == RS_KW_NEVER || ((unsigned)k[i].events & KW_EVENTS & ~w->reg[j].events))
+	for (unsigned long i = 0; i < n; i++)
+		if (k[i].fd >= 0 && !rs_kw_covers(r, k[i].fd, (unsigned)k[i].events))
 			return 0;
-	}
-	w->skips++;
+	rs_kw_skipped(r);
 	return 1;
 }
 

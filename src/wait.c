@@ -86,6 +86,58 @@ static void hold_sends(struct pollfd *fds, unsigned long n, struct rs_sock **rec
 	}
 }
 
+/* What the kernel is asked of an engine socket armed on this thread's
+ * ring, for the program's events: nothing (-1: the kernel ignores it),
+ * or, for a bulk reader, its input.  With no receive of ours in flight
+ * (the stream ended, reads go to the kernel), a reset reaches only the
+ * kernel: it is asked for ERR/HUP, and RDHUP. */
+static int kernel_asks(struct rs_esock *t, short events)
+{
+	int no_recv = !RS_LOAD(t->recv_armed);
+	unsigned ev = (unsigned)events &
+		      ((t->ops->kernel_input(t) ? (POLLIN | POLLRDNORM | POLLPRI | POLLRDHUP) : 0) |
+		       (RS_LOAD(t->kfull) ? (POLLOUT | POLLWRNORM | POLLWRBAND) : 0) | (no_recv ? POLLRDHUP : 0));
+	return !ev && !no_recv ? -1 : (int)ev;
+}
+
+/* The engine's answer for such a socket. */
+static short engine_answer(struct rs_esock *t, short events)
+{
+	return (short)(to_poll(rs_esock_readiness(t)) & ((unsigned)events | POLLERR | POLLHUP));
+}
+
+/* The common round of a poll or select loop, answered in one pass (r
+ * locked, after progress): every entry is an engine socket armed on r
+ * whose kernel side is not asked, a kernel fd the ring vouches for
+ * (kwatch.c), or a negative fd, and some engine socket is ready: what
+ * the full round (engine_answers, kernel_skippable, merge_answers) would
+ * answer, without its arrays.  Returns the entries ready; 0: not such a
+ * round (the full round writes every revents again). */
+static int quick_answers(struct pollfd *fds, unsigned long n, struct rs_sock **rec, struct rs_ring *r)
+{
+	int ready = 0, vouched = -1;
+	for (unsigned long i = 0; i < n; i++) {
+		struct rs_esock *t = esock_of(rec[i]);
+		fds[i].revents = 0;
+		if (!t || (rs_esock_passive(t) && !rs_esock_held_events(t))) {
+			if (fds[i].fd < 0)
+				continue;
+			if (vouched < 0)
+				vouched = rs_kw_vouches(r);
+			if (!vouched || !rs_kw_covers(r, fds[i].fd, (unsigned)fds[i].events))
+				return 0;
+			continue;
+		}
+		if (!rs_esock_armed_on(t, r) || kernel_asks(t, fds[i].events) >= 0)
+			return 0;
+		fds[i].revents = engine_answer(t, fds[i].events);
+		ready += fds[i].revents != 0;
+	}
+	if (ready && vouched > 0)
+		rs_kw_skipped(r);
+	return ready;
+}
+
 /* One round's engine answers (r locked): k[] is what the kernel is asked,
  * kind[] what each entry is, ans[] the engine's answer (kept apart: the
  * kernel's call writes k's revents).  Returns the entries ready;
@@ -108,19 +160,13 @@ static int engine_answers(struct pollfd *fds, unsigned long n, struct rs_sock **
 		}
 		if (r && rs_esock_armed_on(t, r)) {
 			kind[i] = K_ENGINE;
-			/* The kernel ignores it, or, for a bulk reader, reports its
-			 * input.  With no receive of ours in flight (the stream
-			 * ended, reads go to the kernel), a reset reaches only the
-			 * kernel: it is asked for ERR/HUP, and RDHUP. */
-			int no_recv = !RS_LOAD(t->recv_armed);
-			k[i].events &= (t->ops->kernel_input(t) ? (POLLIN | POLLRDNORM | POLLPRI | POLLRDHUP) : 0) |
-				       (RS_LOAD(t->kfull) ? (POLLOUT | POLLWRNORM | POLLWRBAND) : 0) | (no_recv ? POLLRDHUP : 0);
-			if (!k[i].events && !no_recv)
+			int asks = kernel_asks(t, fds[i].events);
+			k[i].events = (short)(asks < 0 ? 0 : asks);
+			if (asks < 0)
 				k[i].fd = -1;
 			*asked |= k[i].fd >= 0;
-			unsigned ev = to_poll(rs_esock_readiness(t)) & ((unsigned)fds[i].events | POLLERR | POLLHUP);
-			ans[i] = (short)ev;
-			ready += ev != 0;
+			ans[i] = engine_answer(t, fds[i].events);
+			ready += ans[i] != 0;
 		} else {
 			/* Detached: data the engine still holds, then the kernel.
 			 * While detaching, the owner may still move data: look
@@ -343,6 +389,13 @@ int rs_wait_poll(struct pollfd *fds, unsigned long n, struct rs_sock **recs, int
 				hold_sends(fds, n, rec, r);
 			rs_ring_progress(r);
 			r->holding = 0;
+			int quick = quick_answers(fds, n, rec, r);
+			if (quick) {
+				rs_ring_unlock(r);
+				rs_stat_add(RS_C_CALLS_NOSYS, 1);
+				result = quick;
+				break;
+			}
 		}
 		first = 0;
 		int asked;
