@@ -636,7 +636,10 @@ int rs_ep_wait(int epfd, struct epoll_event *evs, int max, int timeout_ms, const
 	int looked_again = 0;
 	uint64_t clk[RS_EP_ORDER];
 	for (;;) {
-		struct round rd = { .fetch = 1, .clk = clk };
+		struct round rd; /* (its arrays are read only up to nforeign) */
+		rd.n = rd.nforeign = rd.transient = rd.wake = 0;
+		rd.fetch = 1;
+		rd.clk = clk;
 		int block = timeout_ns != 0;
 		if (r) {
 			if ((ring_mode || !kernel_only(ep, r)) &&

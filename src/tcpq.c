@@ -232,7 +232,7 @@ void rs_txq_consume(struct rs_tcp *t, size_t n, struct rs_ring *r)
 }
 
 /* Copy up to want bytes from src into the iovec at offset *pos. */
-static void iov_put(const struct iovec *iov, int n, size_t *pos, const char *src, size_t len)
+static void iov_put_slow(const struct iovec *iov, int n, size_t *pos, const char *src, size_t len)
 {
 	size_t skip = *pos;
 	for (int i = 0; i < n && len; i++) {
@@ -248,6 +248,17 @@ static void iov_put(const struct iovec *iov, int n, size_t *pos, const char *src
 		*pos += k;
 		skip = 0;
 	}
+}
+
+/* (the one-buffer call with room, every read(): inline) */
+static inline void iov_put(const struct iovec *iov, int n, size_t *pos, const char *src, size_t len)
+{
+	if (n == 1 && iov->iov_base && len <= iov->iov_len - *pos) {
+		memcpy((char *)iov->iov_base + *pos, src, len);
+		*pos += len;
+		return;
+	}
+	iov_put_slow(iov, n, pos, src, len);
 }
 
 static void spin_lock(atomic_int *l)
