@@ -181,6 +181,15 @@ static inline struct rs_sock *rs_engine_sock(struct rs_sock *s)
 	return s && rs_engine_on && !s->no_engine ? s : NULL;
 }
 
+/* The same for a data call with these flags (the recv and send families,
+ * read, write): NULL also for a socket the engine would pass the call
+ * on for (rs_sock_kernel_calls), unless it asks about urgent data (the
+ * engine counts that). */
+static inline struct rs_sock *rs_engine_data(struct rs_sock *s, int flags)
+{
+	return rs_engine_sock(s) && ((flags & MSG_OOB) || !rs_sock_kernel_calls(s)) ? s : NULL;
+}
+
 /* The engine's send on s (name: a datagram's destination, NULL for
  * none): queued by the engine, -errno, or RS_PASS (the kernel's). */
 static inline ssize_t rs_engine_send(struct rs_sock *s, int fd, const struct iovec *iov, int n, int flags,

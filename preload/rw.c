@@ -7,7 +7,7 @@
 RS_EXPORT ssize_t read(int fd, void *buf, size_t n)
 {
 	struct rs_sock *s = rs_enter_fd(fd, RINGSOCK_FAM_RW);
-	if (rs_engine_sock(s) && n) {
+	if (rs_engine_data(s, 0) && n) {
 		struct iovec v = { buf, n };
 		ssize_t r = rs_sock_recv(s, fd, &v, 1, 0, NULL);
 		if (r != RS_PASS)
@@ -21,7 +21,7 @@ RS_EXPORT ssize_t read(int fd, void *buf, size_t n)
 RS_EXPORT ssize_t write(int fd, const void *buf, size_t n)
 {
 	struct rs_sock *s = rs_enter_fd(fd, RINGSOCK_FAM_RW);
-	if (rs_engine_sock(s)) {
+	if (rs_engine_data(s, 0)) {
 		struct iovec v = { (void *)buf, n };
 		ssize_t r = rs_engine_send(s, fd, &v, 1, 0, NULL, 0);
 		if (r != RS_PASS)
@@ -36,7 +36,7 @@ RS_EXPORT ssize_t write(int fd, const void *buf, size_t n)
 RS_EXPORT ssize_t readv(int fd, const struct iovec *iov, int cnt)
 {
 	struct rs_sock *s = rs_enter_fd(fd, RINGSOCK_FAM_RW);
-	if (rs_engine_sock(s) && cnt > 0 && cnt <= IOV_MAX && rs_iov_total(iov, cnt)) {
+	if (rs_engine_data(s, 0) && cnt > 0 && cnt <= IOV_MAX && rs_iov_total(iov, cnt)) {
 		ssize_t r = rs_sock_recv(s, fd, iov, cnt, 0, NULL);
 		if (r != RS_PASS)
 			return rs_engine_ret(s, RS_C_BYTES_RECEIVED, r);
@@ -49,7 +49,7 @@ RS_EXPORT ssize_t readv(int fd, const struct iovec *iov, int cnt)
 RS_EXPORT ssize_t writev(int fd, const struct iovec *iov, int cnt)
 {
 	struct rs_sock *s = rs_enter_fd(fd, RINGSOCK_FAM_RW);
-	if (rs_engine_sock(s) && cnt > 0 && cnt <= IOV_MAX) {
+	if (rs_engine_data(s, 0) && cnt > 0 && cnt <= IOV_MAX) {
 		ssize_t r = rs_engine_send(s, fd, iov, cnt, 0, NULL, 0);
 		if (r != RS_PASS)
 			return rs_engine_ret(s, RS_C_BYTES_SENT, r);

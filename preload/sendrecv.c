@@ -30,7 +30,7 @@ static void passing_fds(const struct msghdr *msg)
 RS_EXPORT ssize_t send(int fd, const void *buf, size_t n, int flags)
 {
 	struct rs_sock *s = rs_enter_fd(fd, RINGSOCK_FAM_SENDRECV);
-	if (rs_engine_sock(s)) {
+	if (rs_engine_data(s, flags)) {
 		struct iovec v = { (void *)buf, n };
 		ssize_t r = rs_engine_send(s, fd, &v, 1, flags, NULL, 0);
 		if (r != RS_PASS)
@@ -45,7 +45,7 @@ RS_EXPORT ssize_t send(int fd, const void *buf, size_t n, int flags)
 RS_EXPORT ssize_t sendto(int fd, const void *buf, size_t n, int flags, RS_CSA addr, socklen_t len)
 {
 	struct rs_sock *s = rs_enter_fd(fd, RINGSOCK_FAM_SENDRECV);
-	if (rs_engine_sock(s)) {
+	if (rs_engine_data(s, flags)) {
 		struct iovec v = { (void *)buf, n };
 		ssize_t r = rs_engine_send(s, fd, &v, 1, flags, RS_SA_PTR(addr), len);
 		if (r != RS_PASS)
@@ -61,7 +61,7 @@ RS_EXPORT ssize_t sendmsg(int fd, const struct msghdr *msg, int flags)
 {
 	struct rs_sock *s = rs_enter_fd(fd, RINGSOCK_FAM_SENDRECV);
 	passing_fds(msg);
-	if (rs_engine_sock(s) && msg) {
+	if (rs_engine_data(s, flags) && msg) {
 		struct rs_send m = { msg->msg_iov, msg->msg_iovlen > IOV_MAX ? -1 : (int)msg->msg_iovlen, flags,
 				     msg->msg_name, msg->msg_namelen, msg->msg_controllen != 0 };
 		ssize_t r = rs_sock_send(s, fd, &m);
@@ -107,7 +107,7 @@ RS_EXPORT int sendmmsg(int fd, struct mmsghdr *vec, unsigned int vlen, RS_MMSG_F
 RS_EXPORT ssize_t recv(int fd, void *buf, size_t n, int flags)
 {
 	struct rs_sock *s = rs_enter_fd(fd, RINGSOCK_FAM_SENDRECV);
-	if (rs_engine_sock(s)) {
+	if (rs_engine_data(s, flags)) {
 		struct iovec v = { buf, n };
 		ssize_t r = rs_sock_recv(s, fd, &v, 1, flags, NULL);
 		if (r != RS_PASS)
@@ -121,7 +121,7 @@ RS_EXPORT ssize_t recv(int fd, void *buf, size_t n, int flags)
 RS_EXPORT ssize_t recvfrom(int fd, void *buf, size_t n, int flags, RS_SA addr, socklen_t *len)
 {
 	struct rs_sock *s = rs_enter_fd(fd, RINGSOCK_FAM_SENDRECV);
-	if (rs_engine_sock(s)) {
+	if (rs_engine_data(s, flags)) {
 		struct iovec v = { buf, n };
 		struct rs_dgram_from f = { RS_SA_PTR(addr), len, 0 };
 		ssize_t r = rs_sock_recv(s, fd, &v, 1, flags, &f);
@@ -136,7 +136,7 @@ RS_EXPORT ssize_t recvfrom(int fd, void *buf, size_t n, int flags, RS_SA addr, s
 RS_EXPORT ssize_t recvmsg(int fd, struct msghdr *msg, int flags)
 {
 	struct rs_sock *s = rs_enter_fd(fd, RINGSOCK_FAM_SENDRECV);
-	if (rs_engine_sock(s) && msg && msg->msg_iovlen <= IOV_MAX) {
+	if (rs_engine_data(s, flags) && msg && msg->msg_iovlen <= IOV_MAX) {
 		struct rs_dgram_from f = { msg->msg_name, &msg->msg_namelen, 0 };
 		ssize_t r = rs_sock_recv(s, fd, msg->msg_iov, (int)msg->msg_iovlen, flags, &f);
 		if (r != RS_PASS) {

@@ -121,6 +121,10 @@ static inline int rs_sock_on_engine(struct rs_sock *s);
  * kernel serves it alone, and its calls are the kernel's)? */
 static inline int rs_sock_kernel_alone(struct rs_sock *s);
 static inline int rs_sock_served_here(struct rs_sock *s);
+/* Are s's reads and sends the kernel's with nothing of ours before them:
+ * the kernel serves s alone, and no error a call kept waits to be
+ * reported (the data calls' wrappers make the kernel's call at once)? */
+static inline int rs_sock_kernel_calls(struct rs_sock *s);
 
 /* ---- epreg.c: epoll registrations -------------------------------------------- */
 int rs_ep_known(int epfd); /* has engine state */
@@ -173,6 +177,10 @@ static inline int rs_sock_kernel_alone(struct rs_sock *s)
 {
 	struct rs_esock *e = atomic_load_explicit(&s->eng, memory_order_acquire);
 	return e && rs_esock_passive(e);
+}
+static inline int rs_sock_kernel_calls(struct rs_sock *s)
+{
+	return rs_sock_kernel_alone(s) && !__atomic_load_n(&s->err_kept, __ATOMIC_RELAXED);
 }
 static inline int rs_sock_served_here(struct rs_sock *s)
 {
