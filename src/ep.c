@@ -149,7 +149,8 @@ static int collect(struct rs_ep *ep, struct rs_ring *r, struct epoll_event *evs,
 	int n = start;
 	rs_mutex_lock(&ep->lock);
 	struct rs_epreg *list = ep->ready_head, *keep = NULL, *keep_tail = NULL;
-	ep->ready_head = ep->ready_tail = NULL;
+	RS_STORE(ep->ready_head, NULL);
+	ep->ready_tail = NULL;
 	uint32_t round = start ? ep->round : ++ep->round;
 	while (list) {
 		struct rs_epreg *g = list;
@@ -200,7 +201,7 @@ static int collect(struct rs_ep *ep, struct rs_ring *r, struct epoll_event *evs,
 		if (ep->ready_tail)
 			ep->ready_tail->ready_next = keep;
 		else
-			ep->ready_head = keep;
+			RS_STORE(ep->ready_head, keep);
 		ep->ready_tail = keep_tail;
 	}
 	rs_mutex_unlock(&ep->lock);
@@ -314,15 +315,13 @@ static int engine_round(struct rs_ep *ep, int epfd, struct rs_ring *r, struct ep
  * ring's eventfd: nothing can come through the ring meanwhile that this
  * wait must report or act on (what does, an owned socket's completion,
  * needs an owned socket; only this thread gives its ring one, so the
- * ring is looked at without its lock). */
+ * ring is looked at without its lock; the ready list's head, written
+ * under the set's lock with atomic stores, is read without it: what
+ * another thread pushes after the look is the next wait's, as it would
+ * be after a look under the lock). */
 static int kernel_only(struct rs_ep *ep, struct rs_ring *r)
 {
-	if (RS_LOAD(r->owned) || rs_ring_has_work(r))
-		return 0;
-	rs_mutex_lock(&ep->lock);
-	int empty = !ep->ready_head;
-	rs_mutex_unlock(&ep->lock);
-	return empty;
+	return !RS_LOAD(r->owned) && !rs_ring_has_work(r) && !RS_LOAD(ep->ready_head);
 }
 
 /* A kernel report for g's socket t, with what the engine holds for it:

@@ -61,7 +61,8 @@ struct rs_ep {
 	unsigned nbyfd;          /* byfd's length */
 	struct rs_epreg *ready_head, *ready_tail; /* registrations to look at
 				  * in the next wait, in the order they became
-				  * ready [lock] */
+				  * ready [lock; the head written with
+				  * RS_STORE: kernel_only reads it without] */
 	struct rs_epreg *rings[RS_EP_RINGS]; /* ring eventfd registrations */
 	int nested;              /* watched from outside: no engine sockets */
 	int pid;                 /* the process that made this record: in a

@@ -187,7 +187,7 @@ void rs_epr_ready_push(struct rs_ep *ep, struct rs_epreg *g)
 	if (ep->ready_tail)
 		ep->ready_tail->ready_next = g;
 	else
-		ep->ready_head = g;
+		RS_STORE(ep->ready_head, g);
 	ep->ready_tail = g;
 }
 
@@ -201,7 +201,7 @@ void rs_epr_ready_unlink(struct rs_ep *ep, struct rs_epreg *g)
 		pp = &(*pp)->ready_next;
 	}
 	if (*pp) {
-		*pp = g->ready_next;
+		__atomic_store_n(pp, g->ready_next, __ATOMIC_RELAXED); /* (ready_head: kernel_only) */
 		if (ep->ready_tail == g)
 			ep->ready_tail = prev;
 	}
