@@ -107,31 +107,35 @@ static short engine_answer(struct rs_esock *t, short events)
 }
 
 /* The common round of a poll or select loop, answered in one pass (r
- * locked, after progress): every entry is an engine socket armed on r
- * whose kernel side is not asked, a kernel fd the ring vouches for
- * (kwatch.c), or a negative fd, and some engine socket is ready: what
- * the full round (engine_answers, kernel_skippable, merge_answers) would
- * answer, without its arrays.  Returns the entries ready; 0: not such a
- * round (the full round writes every revents again). */
+ * locked, after progress): every entry is a kernel fd, or an engine
+ * socket armed on r, what the kernel would be asked of each (its events,
+ * or kernel_asks') the ring vouches is not ready (kwatch.c), and some
+ * engine socket is ready: what the full round (engine_answers,
+ * kernel_skippable, merge_answers) would answer, without its arrays.
+ * Returns the entries ready; 0: not such a round (the full round writes
+ * every revents again). */
 static int quick_answers(struct pollfd *fds, unsigned long n, struct rs_sock **rec, struct rs_ring *r)
 {
 	int ready = 0, vouched = -1;
 	for (unsigned long i = 0; i < n; i++) {
 		struct rs_esock *t = esock_of(rec[i]);
+		int asks; /* (-1: the kernel is not asked) */
 		fds[i].revents = 0;
 		if (!t || (rs_esock_passive(t) && !rs_esock_held_events(t))) {
-			if (fds[i].fd < 0)
-				continue;
-			if (vouched < 0)
-				vouched = rs_kw_vouches(r);
-			if (!vouched || !rs_kw_covers(r, fds[i].fd, (unsigned)fds[i].events))
+			asks = fds[i].fd < 0 ? -1 : (unsigned short)fds[i].events;
+		} else {
+			if (!rs_esock_armed_on(t, r))
 				return 0;
-			continue;
+			asks = kernel_asks(t, fds[i].events);
+			fds[i].revents = engine_answer(t, fds[i].events);
+			ready += fds[i].revents != 0;
 		}
-		if (!rs_esock_armed_on(t, r) || kernel_asks(t, fds[i].events) >= 0)
+		if (asks < 0)
+			continue;
+		if (vouched < 0)
+			vouched = rs_kw_vouches(r);
+		if (!vouched || !rs_kw_covers(r, fds[i].fd, (unsigned)asks))
 			return 0;
-		fds[i].revents = engine_answer(t, fds[i].events);
-		ready += fds[i].revents != 0;
 	}
 	if (ready && vouched > 0)
 		rs_kw_skipped(r);
