@@ -233,6 +233,53 @@ static inline int read_full(int fd, void *buf, size_t n)
 	return 0;
 }
 
+/* recv until n bytes are in: 0, or -1 at an error or the end. */
+static inline int recv_full(int fd, void *buf, size_t n)
+{
+	size_t got = 0;
+	while (got < n) {
+		ssize_t r = recv(fd, (char *)buf + got, n - got, 0);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			return -1;
+		got += (size_t)r;
+	}
+	return 0;
+}
+
+/* A connection with a forked peer, made after the fork (a socket open in
+ * two processes is the kernel's for good): the child closes the listener
+ * and parent_fd, connects and runs peer(c, child_fd), which must exit;
+ * the parent closes child_fd and returns the accepted socket, the child
+ * in *pid.  Both stop after 60 s (alarm). */
+static inline int forked_peer_conn(void (*peer)(int c, int fd), int child_fd, int parent_fd, pid_t *pid)
+{
+	struct sockaddr_storage a;
+	socklen_t al;
+	int l = tcp_listener(AF_INET, &a, &al);
+	pid_t p = fork();
+	if (p < 0)
+		die("fork");
+	alarm(60);
+	if (p == 0) {
+		close(l);
+		close(parent_fd);
+		int c = socket(AF_INET, SOCK_STREAM, 0);
+		if (c < 0 || connect(c, (struct sockaddr *)&a, al))
+			_exit(6);
+		peer(c, child_fd);
+		_exit(0);
+	}
+	close(child_fd);
+	int s = accept(l, NULL, NULL);
+	if (s < 0)
+		die("accept");
+	close(l);
+	*pid = p;
+	return s;
+}
+
 /* Token passing between processes: wait_go blocks until go() is called. */
 static inline void go(int fd)
 {

@@ -67,40 +67,17 @@ static void reply(int s, int i)
 static void read_req(int s)
 {
 	char b[MSG];
-	size_t got = 0;
-	while (got < sizeof(b)) {
-		ssize_t n = recv(s, b + got, sizeof(b) - got, 0);
-		if (n <= 0)
-			die("recv");
-		got += (size_t)n;
-	}
+	if (recv_full(s, b, sizeof(b)))
+		die("recv");
 }
 
 int main(void)
 {
 	int pp[2];
-	struct sockaddr_storage a;
-	socklen_t al;
-	int l = tcp_listener(AF_INET, &a, &al);
+	pid_t p;
 	if (pipe(pp) < 0)
 		die("pipe");
-	/* (the connection is made after the fork: a socket open in two
-	 * processes is the kernel's for good) */
-	pid_t p = fork();
-	if (p == 0) {
-		close(l);
-		close(pp[0]);
-		alarm(60);
-		int c = socket(AF_INET, SOCK_STREAM, 0);
-		if (c < 0 || connect(c, (struct sockaddr *)&a, al))
-			_exit(6);
-		peer(c, pp[1]);
-	}
-	close(pp[1]);
-	int s = accept(l, NULL, NULL);
-	if (s < 0)
-		die("accept");
-	close(l);
+	int s = forked_peer_conn(peer, pp[1], pp[0], &p);
 	set_nonblock(s);
 	int ep = epoll_create1(0);
 	struct epoll_event e = { .events = EPOLLIN, .data.fd = s };

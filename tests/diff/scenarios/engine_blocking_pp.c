@@ -48,13 +48,8 @@ static void peer(int c, int cmd)
 static void read_req(int s, int i)
 {
 	char b[MSG];
-	size_t got = 0;
-	while (got < sizeof(b)) {
-		ssize_t n = recv(s, b + got, sizeof(b) - got, 0);
-		if (n <= 0)
-			die("recv");
-		got += (size_t)n;
-	}
+	if (recv_full(s, b, sizeof(b)))
+		die("recv");
 	if (b[0] != 'a' + i % 26 || b[MSG - 1] != 'a' + i % 26)
 		die("request");
 }
@@ -62,29 +57,10 @@ static void read_req(int s, int i)
 int main(void)
 {
 	int cmd[2];
-	struct sockaddr_storage a;
-	socklen_t al;
-	int l = tcp_listener(AF_INET, &a, &al);
+	pid_t p;
 	if (pipe(cmd) < 0)
 		die("pipe");
-	/* (the connection is made after the fork: a socket open in two
-	 * processes is the kernel's for good) */
-	pid_t p = fork();
-	if (p == 0) {
-		close(l);
-		close(cmd[1]);
-		alarm(60);
-		int c = socket(AF_INET, SOCK_STREAM, 0);
-		if (c < 0 || connect(c, (struct sockaddr *)&a, al))
-			_exit(6);
-		peer(c, cmd[0]);
-	}
-	close(cmd[0]);
-	alarm(60);
-	int s = accept(l, NULL, NULL);
-	if (s < 0)
-		die("accept");
-	close(l);
+	int s = forked_peer_conn(peer, cmd[0], cmd[1], &p);
 	for (int i = 0; i < ROUNDS; i++) {
 		if (i == ROUNDS - 10) {
 			/* (past the 64th round: the kernel's socket) */
