@@ -218,12 +218,13 @@ static inline void reap(const char *label, pid_t pid)
 		say("%s killed by signal %d", label, WTERMSIG(st));
 }
 
-/* Read exactly n bytes (blocking), for setup steps. */
-static inline int read_full(int fd, void *buf, size_t n)
+/* Read exactly n bytes (blocking; by recv or read): 0, or -1 at an
+ * error or the end. */
+static inline int full_io(int fd, void *buf, size_t n, int by_recv)
 {
 	size_t got = 0;
 	while (got < n) {
-		ssize_t r = read(fd, (char *)buf + got, n - got);
+		ssize_t r = by_recv ? recv(fd, (char *)buf + got, n - got, 0) : read(fd, (char *)buf + got, n - got);
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r <= 0)
@@ -231,53 +232,16 @@ static inline int read_full(int fd, void *buf, size_t n)
 		got += (size_t)r;
 	}
 	return 0;
+}
+static inline int read_full(int fd, void *buf, size_t n)
+{
+	return full_io(fd, buf, n, 0);
 }
 
 /* recv until n bytes are in: 0, or -1 at an error or the end. */
 static inline int recv_full(int fd, void *buf, size_t n)
 {
-	size_t got = 0;
-	while (got < n) {
-		ssize_t r = recv(fd, (char *)buf + got, n - got, 0);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			return -1;
-		got += (size_t)r;
-	}
-	return 0;
-}
-
-/* A connection with a forked peer, made after the fork (a socket open in
- * two processes is the kernel's for good): the child closes the listener
- * and parent_fd, connects and runs peer(c, child_fd), which must exit;
- * the parent closes child_fd and returns the accepted socket, the child
- * in *pid.  Both stop after 60 s (alarm). */
-static inline int forked_peer_conn(void (*peer)(int c, int fd), int child_fd, int parent_fd, pid_t *pid)
-{
-	struct sockaddr_storage a;
-	socklen_t al;
-	int l = tcp_listener(AF_INET, &a, &al);
-	pid_t p = fork();
-	if (p < 0)
-		die("fork");
-	alarm(60);
-	if (p == 0) {
-		close(l);
-		close(parent_fd);
-		int c = socket(AF_INET, SOCK_STREAM, 0);
-		if (c < 0 || connect(c, (struct sockaddr *)&a, al))
-			_exit(6);
-		peer(c, child_fd);
-		_exit(0);
-	}
-	close(child_fd);
-	int s = accept(l, NULL, NULL);
-	if (s < 0)
-		die("accept");
-	close(l);
-	*pid = p;
-	return s;
+	return full_io(fd, buf, n, 1);
 }
 
 /* Token passing between processes: wait_go blocks until go() is called. */
@@ -313,9 +277,10 @@ static inline void nb_pair(int *c, int *s)
  * socket open before a fork may be read by either process: under
  * ringsock it is the kernel's for good, so a scenario about the engine
  * connects after forking).  The child's end, connecting, is *s (*c -1);
- * the parent's, accepted, is *c (*s -1); both nonblocking, as nb_pair's.
+ * the parent's, accepted, is *c (*s -1); blocking (fork_nb_pair: both
+ * nonblocking, as nb_pair's).
  * Returns fork()'s value. */
-static inline pid_t fork_nb_pair(int *c, int *s)
+static inline pid_t fork_pair(int *c, int *s)
 {
 	struct sockaddr_storage a;
 	socklen_t al;
@@ -329,15 +294,38 @@ static inline pid_t fork_nb_pair(int *c, int *s)
 		*s = socket(AF_INET, SOCK_STREAM, 0);
 		if (*s < 0 || connect(*s, (struct sockaddr *)&a, al))
 			die("connect");
-		set_nonblock(*s);
 	} else {
 		*c = accept(l, NULL, NULL);
 		if (*c < 0)
 			die("accept");
 		close(l);
-		set_nonblock(*c);
 	}
 	return p;
+}
+static inline pid_t fork_nb_pair(int *c, int *s)
+{
+	pid_t p = fork_pair(c, s);
+	set_nonblock(p == 0 ? *s : *c);
+	return p;
+}
+
+/* A connection with a forked peer (fork_pair): the child closes
+ * parent_fd and runs peer(its end, child_fd), which must exit; the
+ * parent closes child_fd and returns its end, the child in *pid.  Both
+ * stop after 60 s (alarm). */
+static inline int forked_peer_conn(void (*peer)(int c, int fd), int child_fd, int parent_fd, pid_t *pid)
+{
+	int c, s;
+	pid_t p = fork_pair(&c, &s);
+	alarm(60);
+	if (p == 0) {
+		close(parent_fd);
+		peer(s, child_fd);
+		_exit(0);
+	}
+	close(child_fd);
+	*pid = p;
+	return c;
 }
 
 /* poll one fd for ev; returns revents (0 on timeout). */
