@@ -17,7 +17,9 @@
  * posts a message to the owner's ring (IORING_OP_MSG_RING), which wakes
  * the owner wherever it waits for the engine.
  *
- * The thread starts with the first ring, with every signal blocked.  Every
+ * The thread starts, with every signal blocked, when the engine first
+ * queues a send or drains one (rs_drain_want): a process that never does
+ * stays single-threaded.  Every
  * RS_WATCH_MS it also looks for rings whose owner left sends queued and
  * went to block where the library cannot see (the watchdog engine.c hands
  * it: the drain thread does not call up into the rings).  fork
@@ -367,17 +369,26 @@ static int start(void)
 
 /* ---- the engine's side ------------------------------------------------------ */
 
-int rs_drain_watching(void)
-{
-	return __atomic_load_n(&dr.state, __ATOMIC_RELAXED) == 1;
-}
-
-void rs_drain_watch(void (*watchdog)(void))
+void rs_drain_set_watchdog(void (*watchdog)(void))
 {
 	__atomic_store_n(&dr.watchdog, watchdog, __ATOMIC_RELEASE);
+}
+
+/* The thread starts when the engine first holds a send past the call that
+ * made it (or first drains one): until then nothing needs its watchdog,
+ * and a process without it stays single-threaded (the kernel's file
+ * lookups without references, the C library's single-thread paths).  Not
+ * from a signal handler (pthread_create is not async-signal-safe: the
+ * callers send straight from there). */
+int rs_drain_want(void)
+{
+	int st = __atomic_load_n(&dr.state, __ATOMIC_RELAXED);
+	if (rs_likely(st != 0))
+		return st > 0;
 	rs_mutex_lock(&dr.lock);
-	start();
+	st = start();
 	rs_mutex_unlock(&dr.lock);
+	return st > 0;
 }
 
 struct rs_drain_job *rs_drain_start(int fd, char *buf, size_t len, struct rs_ring *notify)

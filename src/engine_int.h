@@ -437,11 +437,12 @@ int rs_drain_wait(struct rs_drain_job *j, int timeout_ms); /* 0 or -ETIME */
 void rs_drain_release(struct rs_drain_job *j);   /* the socket lets go of it */
 void rs_drain_unnotify(struct rs_drain_job *j);  /* its owner ring goes away */
 int rs_drain_wait_all(int timeout_ms);           /* 0 or -ETIME */
-void rs_drain_watch(void (*watchdog)(void)); /* start the thread; it runs watchdog
-					       * every RS_WATCH_MS */
-int rs_drain_watching(void);   /* the thread runs (its watchdog flushes the sends
-				* of a thread blocked where the library cannot see):
-				* without it, no send is queued */
+void rs_drain_set_watchdog(void (*watchdog)(void)); /* the thread runs it every
+						      * RS_WATCH_MS */
+int rs_drain_want(void);       /* start the thread if it is not running: 1 when it
+				* runs (its watchdog flushes the sends of a thread
+				* blocked where the library cannot see); without it,
+				* no send is queued */
 void rs_drain_stop(void);      /* exit, exec: end the thread once idle */
 void rs_drain_before_fork(void);
 void rs_drain_after_fork(int child);

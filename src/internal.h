@@ -97,7 +97,12 @@ void rs_stats_report_at_exit(void); /* once per process, if RINGSOCK_STATS asks 
 void rs_publish_init(void);
 void rs_publish_now(int force); /* a copy (force: even if one is recent) */
 void rs_publish_tick(void);     /* the drain thread's look (every RS_WATCH_MS) */
-void rs_publish_call(void);     /* a program's call, when no drain thread ticks */
+void rs_publish_call(void);     /* a program's call, when no drain thread ticks
+				* (at most every RS_PUB_TICK_MS) */
+void rs_publish_event(void);    /* a socket made or taken: a copy now, when no
+				* drain thread ticks (no lock of ours held) */
+void rs_publish_due(void);      /* the same, for rs_pub_due (clears it) */
+extern int rs_pub_due;          /* sock.c: the engine took a socket in this call */
 void rs_publish_exit(void);     /* exit, exec: the segment goes */
 void rs_publish_atfork_child(void);
 

@@ -27,11 +27,10 @@ static RS_TLS int ring_failed;
 static pthread_key_t exit_key;
 static rs_lock all_lock = RS_LOCK_INIT;
 static struct rs_ring *all_rings;
-static void (*watchdog_fn)(void);
 
 int rs_ring_init(void (*thread_exit)(void *), void (*watchdog)(void))
 {
-	watchdog_fn = watchdog;
+	rs_drain_set_watchdog(watchdog); /* (the thread starts when a send is queued) */
 	return pthread_key_create(&exit_key, thread_exit) == 0 ? 0 : -EAGAIN;
 }
 
@@ -154,7 +153,6 @@ static struct rs_ring *ring_new(void)
 	rs_ring_tls = r;
 	pthread_setspecific(exit_key, r);
 	rs_stat_add(RS_C_RINGS, 1);
-	rs_drain_watch(watchdog_fn); /* it runs from now on */
 	return r;
 }
 
