@@ -1,10 +1,11 @@
 /* publish.c - the process's state for `ringsock stat` (publish.h): a
  * shared-memory file the drain thread rewrites every RS_PUB_TICK_MS
  * (engine.c's watchdog: a process whose engine has queued a send), or, in
- * a process without a drain thread, a program's thread: at the end of a
- * call that took or armed a socket (rs_pub_due), and at a 256th call
- * on sockets (at most as often); `ringsock stat` says how old a copy is.  Removed at exit and exec; a fork child
- * makes its own at its first copy.  Its descriptor is closed once mapped,
+ * a process without a drain thread, a program's thread: when it makes a
+ * socket, at the end of a call in which the engine took one (rs_pub_due),
+ * and at a 256th call on sockets (at most as often); `ringsock stat` says
+ * how old a copy is.  Removed at exit and exec; a fork child makes its
+ * own at its first copy.  Its descriptor is closed once mapped,
  * so the program never sees it.  RINGSOCK_PUBLISH=0 turns it off.
  *
  * What a copy holds: the process-wide counters (ringsock_stats_snapshot)
@@ -257,7 +258,7 @@ void rs_publish_now(int force)
 }
 
 static atomic_int ticking; /* the drain thread makes the copies */
-static atomic_int pub_events; /* copies made for rs_publish_mark */
+static atomic_int pub_events; /* copies asked for by rs_publish_event */
 
 void rs_publish_tick(void)
 {
