@@ -18,8 +18,9 @@
  * the owner wherever it waits for the engine.
  *
  * The thread starts, with every signal blocked, when the engine first
- * queues a send or drains one (rs_drain_want): a process that never does
- * stays single-threaded.  Every
+ * queues a send (ring.c rs_ring_may_queue: the second of a round) or
+ * drains one (rs_drain_want): a process that never does stays
+ * single-threaded.  Every
  * RS_WATCH_MS it also looks for rings whose owner left sends queued and
  * went to block where the library cannot see (the watchdog engine.c hands
  * it: the drain thread does not call up into the rings).  fork
@@ -368,6 +369,11 @@ static int start(void)
 }
 
 /* ---- the engine's side ------------------------------------------------------ */
+
+int rs_drain_running(void)
+{
+	return __atomic_load_n(&dr.state, __ATOMIC_RELAXED) == 1;
+}
 
 void rs_drain_set_watchdog(void (*watchdog)(void))
 {

@@ -268,6 +268,14 @@ int rs_ring_wait(struct rs_ring *r, int (*cond)(void *), void *arg, int timeout_
 int rs_ring_reap(struct rs_ring *r);
 /* Does the owner need to enter the kernel to make progress? */
 int rs_ring_has_work(struct rs_ring *r);
+int rs_ring_may_queue(struct rs_ring *r); /* a send may be queued (else the kernel's) */
+/* The ring's thread makes a wait call or waits (rs_ring_may_queue's round
+ * ends: epoll_wait, poll, select, a blocking call's wait). */
+static inline void rs_ring_round_end(struct rs_ring *r)
+{
+	if (r && RS_LOAD(r->round_sends))
+		RS_STORE(r->round_sends, 0);
+}
 /* Could entering the ring bring input: completions, SQEs not submitted,
  * receives to restart, hand-overs (not queued sends alone)? */
 int rs_ring_has_input_work(struct rs_ring *r);
@@ -439,6 +447,7 @@ void rs_drain_unnotify(struct rs_drain_job *j);  /* its owner ring goes away */
 int rs_drain_wait_all(int timeout_ms);           /* 0 or -ETIME */
 void rs_drain_set_watchdog(void (*watchdog)(void)); /* the thread runs it every
 						      * RS_WATCH_MS */
+int rs_drain_running(void);
 int rs_drain_want(void);       /* start the thread if it is not running: 1 when it
 				* runs (its watchdog flushes the sends of a thread
 				* blocked where the library cannot see); without it,

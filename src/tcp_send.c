@@ -257,12 +257,14 @@ static int send_to_kernel(struct rs_tcp *t, size_t total)
 	 * the interrupted recv waited on).  And any send when the drain
 	 * thread cannot run: its watchdog is what sends the queue of a thread
 	 * that blocks where the library cannot see (pthread_join on a thread
-	 * that waits for these bytes).  It starts here, at the first send
-	 * that would be queued (last in the test, so only then). */
+	 * that waits for these bytes); until it runs, the first such send of
+	 * a round is the kernel's, and the second starts it (ring.c
+	 * rs_ring_may_queue: last in the test, so only for a send that would
+	 * be queued). */
 	return !t->tx_cnt && !t->send_inflight &&
 	       ((direct && total >= direct) || RS_LOAD(t->e.kfull) || !t->sent || t->rx_eof ||
 		RS_LOAD(t->e.k_hup) || pp || alone || shared || t->tx_bulk || rs_in_handler ||
-		!rs_drain_want());
+		!rs_ring_may_queue(t->e.owner));
 }
 
 /* ---- room in the kernel's send buffer ----------------------------------
