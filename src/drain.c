@@ -18,7 +18,7 @@
  * the owner wherever it waits for the engine.
  *
  * The thread starts, with every signal blocked, when the engine first
- * queues a send (ring.c rs_ring_may_queue: the second of a round) or
+ * queues a send (engine_int.h rs_ring_may_queue: the second of a round) or
  * drains one (rs_drain_want): a process that never does stays
  * single-threaded.  Every
  * RS_WATCH_MS it also looks for rings whose owner left sends queued and
@@ -62,7 +62,6 @@ struct rs_drain_job {
 
 static struct {
 	rs_lock lock;                 /* everything below */
-	int state;                    /* 0 not started, 1 running, -1 failed */
 	pthread_t th;
 	int stop;                     /* the thread is asked to end (fork) */
 	int restart;                  /* stopped for fork: start again after */
@@ -78,6 +77,8 @@ static struct {
 	int nslots;                   /* registered file slots (a multiple of 64) */
 	void (*watchdog)(void);       /* run every RS_WATCH_MS (rs_drain_watch) */
 } dr = { .lock = RS_LOCK_INIT, .evfd = -1 };
+int rs_drain_state; /* 0 not started, 1 running, -1 failed [written under
+		     * dr.lock; read atomically: rs_drain_running] */
 
 static void futex_wake(uint32_t *w)
 {
@@ -340,9 +341,9 @@ fail:
 /* Lock held. */
 static int start(void)
 {
-	if (dr.state)
-		return dr.state;
-	__atomic_store_n(&dr.state, -1, __ATOMIC_RELAXED);
+	if (rs_drain_state)
+		return rs_drain_state;
+	__atomic_store_n(&rs_drain_state, -1, __ATOMIC_RELAXED);
 	if (ring_setup() < 0) {
 		rs_info("the drain thread could not start (no io_uring, or no descriptor for its ring); "
 			"sends are not queued, and the rest of a send to a full socket finishes when its "
@@ -364,16 +365,11 @@ static int start(void)
 			"of a send to a full socket finishes when its thread next waits for the engine");
 		return -1;
 	}
-	__atomic_store_n(&dr.state, 1, __ATOMIC_RELAXED);
+	__atomic_store_n(&rs_drain_state, 1, __ATOMIC_RELAXED);
 	return 1;
 }
 
 /* ---- the engine's side ------------------------------------------------------ */
-
-int rs_drain_running(void)
-{
-	return __atomic_load_n(&dr.state, __ATOMIC_RELAXED) == 1;
-}
 
 void rs_drain_set_watchdog(void (*watchdog)(void))
 {
@@ -388,7 +384,7 @@ void rs_drain_set_watchdog(void (*watchdog)(void))
  * callers send straight from there). */
 int rs_drain_want(void)
 {
-	int st = __atomic_load_n(&dr.state, __ATOMIC_RELAXED);
+	int st = __atomic_load_n(&rs_drain_state, __ATOMIC_RELAXED);
 	if (rs_likely(st != 0))
 		return st > 0;
 	rs_mutex_lock(&dr.lock);
@@ -494,7 +490,7 @@ int rs_drain_wait_all(int timeout_ms)
 static void stop(void)
 {
 	rs_mutex_lock(&dr.lock);
-	int running = dr.state == 1 && !dr.running && !dr.incoming;
+	int running = rs_drain_state == 1 && !dr.running && !dr.incoming;
 	if (running)
 		__atomic_store_n(&dr.stop, 1, __ATOMIC_RELEASE);
 	rs_mutex_unlock(&dr.lock);
@@ -505,7 +501,7 @@ static void stop(void)
 	pthread_join(dr.th, NULL);
 	/* (under the lock: another thread's rs_drain_watch reads the state) */
 	rs_mutex_lock(&dr.lock);
-	__atomic_store_n(&dr.state, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&rs_drain_state, 0, __ATOMIC_RELAXED);
 	dr.restart = 1;
 	rs_mutex_unlock(&dr.lock);
 }
@@ -545,7 +541,7 @@ void rs_drain_after_fork(int child)
 		rs_fdguard_release(dr.ring.ring_fd);
 	}
 	dr.ring_ok = 0;
-	__atomic_store_n(&dr.state, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&rs_drain_state, 0, __ATOMIC_RELAXED);
 	dr.evfd = -1;
 	dr.incoming = dr.all = NULL;
 	dr.running = 0;

@@ -529,26 +529,6 @@ void rs_ring_submit(struct rs_ring *r)
 
 #define RS_SLEEP_CAP_NS (50 * 1000000LL)
 
-/* May this ring queue a send?  A queued send needs the drain thread (its
- * watchdog sends the queue of a thread that blocks where the library
- * cannot see), and a process without it keeps the kernel's and the C
- * library's single-thread paths.  So until it runs, the first send of a
- * round (since the ring last waited) that the engine would queue goes to
- * the kernel instead: nothing is there to merge it with (a ping-pong
- * peer's, one request per connection's); a second one in the same round
- * starts the thread (rs_drain_want) and is queued.  Counted by rounds,
- * never by time. */
-int rs_ring_may_queue(struct rs_ring *r)
-{
-	if (rs_likely(rs_drain_running()))
-		return 1;
-	if (!RS_LOAD(r->round_sends)) {
-		RS_STORE(r->round_sends, 1);
-		return 0;
-	}
-	return rs_drain_want();
-}
-
 int rs_ring_sleep(struct rs_ring *r, int64_t timeout_ns, const sigset_t *ss)
 {
 	rs_ring_round_end(r);

@@ -376,7 +376,7 @@ static int queueable(struct rs_udp *u, const struct iovec *iov, int n, int flags
 		RS_STORE(u->tx_pp, 1);
 		return 0;
 	}
-	/* (a queued send needs the drain thread: ring.c rs_ring_may_queue) */
+	/* (a queued send needs the drain thread: rs_ring_may_queue) */
 	if (!rs_ring_may_queue(u->e.owner))
 		return 0;
 	*gso_max = d->gso_max;

@@ -188,7 +188,7 @@ done
 # RINGSOCK_REQUEST_RESPONSE=engine: the same rounds stay the engine's.
 # (kernel_reads counts the kernel's sends too: until the drain thread runs,
 # the first send of a round that the engine would queue is the kernel's,
-# ring.c rs_ring_may_queue; the first round with two sends, in rrtwo:4,
+# engine_int.h rs_ring_may_queue; the first round with two sends, in rrtwo:4,
 # starts it, and from then on none is.)
 kout=$out
 out=$(RINGSOCK_REQUEST_RESPONSE=engine LD_PRELOAD="$RS_LIB" "$RS_DIRECT" $rsteps)

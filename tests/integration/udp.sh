@@ -49,7 +49,7 @@ for size in 64 1400; do
 	g=$(stat_sum "$TMP/stream$size.st" udp_gso_sends)
 	echo "stream $size: udp_queued=$q udp_gso_sends=$g"
 	# (and the first the engine would queue: no drain thread runs yet, so
-	# it is the kernel's, ring.c rs_ring_may_queue; the next starts it)
+	# it is the kernel's, engine_int.h rs_ring_may_queue; the next starts it)
 	check "stream $size: all but the two that proved the destination and the first were queued" test "$q" = 2997
 	check "stream $size: runs went as UDP_SEGMENT messages" test "$g" -ge 30
 	check "stream $size: no send error" test "$(stat_sum "$TMP/stream$size.st" udp_send_errors)" = 0
@@ -89,7 +89,7 @@ check "kwaitsend: the same calls and the same datagrams, in order, under the lib
 check "kwaitsend: the peer got every reply" test "$(echo "$lib" | grep -c '^peer got: r')" = 8
 check "kwaitsend: its reads went to the kernel (direct_on 1)" test "$(stat_sum "$TMP/kwaitsend.st" direct_on)" = 1
 # (the first of those two is the kernel's too: it starts the drain thread,
-# ring.c rs_ring_may_queue, before which nothing is queued)
+# engine_int.h rs_ring_may_queue, before which nothing is queued)
 check "kwaitsend: only the second reply of a round is queued (udp_queued 1, not 8)" \
 	test "$(stat_sum "$TMP/kwaitsend.st" udp_queued)" = 1
 

@@ -4,7 +4,7 @@
  * the library makes its own) for a thread that waits, in a blocking recv
  * of the kernel's (MSG_WAITALL), for those very bytes.  They go in two
  * sends: until the drain thread runs, the first send of a round that the
- * engine would queue is the kernel's (ring.c rs_ring_may_queue), and the
+ * engine would queue is the kernel's (engine_int.h rs_ring_may_queue), and the
  * second starts the thread and is queued.  The drain thread's watchdog
  * sends a blocked thread's queue; under RLIMIT_NOFILE 64 the drain thread
  * once did not start at all (no file slots for its jobs), and the join
