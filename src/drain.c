@@ -75,7 +75,7 @@ static struct {
 	uint32_t running;             /* futex word: jobs not done */
 	uint64_t slots[DRAIN_SLOTS / 64];
 	int nslots;                   /* registered file slots (a multiple of 64) */
-	void (*watchdog)(void);       /* run every RS_WATCH_MS (rs_drain_watch) */
+	void (*watchdog)(void);       /* run every RS_WATCH_MS (rs_drain_set_watchdog) */
 } dr = { .lock = RS_LOCK_INIT, .evfd = -1 };
 int rs_drain_state; /* 0 not started, 1 running, -1 failed [written under
 		     * dr.lock; read atomically: rs_drain_running] */
@@ -499,7 +499,7 @@ static void stop(void)
 	uint64_t one = 1;
 	rs_sys_write(dr.evfd, &one, sizeof(one));
 	pthread_join(dr.th, NULL);
-	/* (under the lock: another thread's rs_drain_watch reads the state) */
+	/* (under the lock: another thread's rs_drain_want reads the state) */
 	rs_mutex_lock(&dr.lock);
 	__atomic_store_n(&rs_drain_state, 0, __ATOMIC_RELAXED);
 	dr.restart = 1;
