@@ -27,10 +27,11 @@ static RS_TLS int ring_failed;
 static pthread_key_t exit_key;
 static rs_lock all_lock = RS_LOCK_INIT;
 static struct rs_ring *all_rings;
+static void (*watchdog_fn)(void);
 
 int rs_ring_init(void (*thread_exit)(void *), void (*watchdog)(void))
 {
-	rs_drain_set_watchdog(watchdog); /* (the thread starts when a send is queued) */
+	watchdog_fn = watchdog;
 	return pthread_key_create(&exit_key, thread_exit) == 0 ? 0 : -EAGAIN;
 }
 
@@ -153,6 +154,7 @@ static struct rs_ring *ring_new(void)
 	rs_ring_tls = r;
 	pthread_setspecific(exit_key, r);
 	rs_stat_add(RS_C_RINGS, 1);
+	rs_drain_watch(watchdog_fn); /* it runs from now on */
 	return r;
 }
 
@@ -531,7 +533,6 @@ void rs_ring_submit(struct rs_ring *r)
 
 int rs_ring_sleep(struct rs_ring *r, int64_t timeout_ns, const sigset_t *ss)
 {
-	rs_ring_round_end(r);
 	ring_prepare(r);
 	/* Make the SQEs visible to the kernel here, under the lock: other
 	 * threads holding it may prepare SQEs while we wait, and the wait
