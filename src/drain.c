@@ -279,9 +279,9 @@ static int ring_setup(void)
 		return 0;
 	struct io_uring_params p;
 	memset(&p, 0, sizeof(p));
-	rs_foreign_making(1); /* (foreign.c: not the program's ring) */
+	rs_fdseen_making(1); /* (foreign.c: not the program's ring) */
 	if (io_uring_queue_init_params(DRAIN_ENTRIES, &dr.ring, &p) < 0) {
-		rs_foreign_making(-1);
+		rs_fdseen_making(-1);
 		return -1;
 	}
 	/* Like the owners' rings: a fork child must not keep this ring (and
@@ -312,7 +312,7 @@ static int ring_setup(void)
 		rs_info("the drain thread has no file slots (RLIMIT_NOFILE too low): sends to a full "
 			"socket finish when their thread next waits for the engine");
 	int adopted = rs_fdguard_adopt(dr.ring.ring_fd, &dr.ring.ring_fd);
-	rs_foreign_making(-1);
+	rs_fdseen_making(-1);
 	if (adopted < 0)
 		goto fail;
 	dr.ring.enter_ring_fd = dr.ring.ring_fd; /* liburing enters through it */

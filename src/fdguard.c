@@ -128,9 +128,12 @@ int rs_fdguard_evict(int fd)
 	for (int i = 0; i < RS_MAX_ENGINE_FDS; i++) {
 		if (atomic_load(&engine_fds[i]) != fd + 1)
 			continue;
+		rs_fdseen_making(1); /* (foreign.c: nfd is not the program's) */
 		int nfd = move_high(fd);
-		if (nfd < 0)
+		if (nfd < 0) {
+			rs_fdseen_making(-1);
 			return nfd;
+		}
 		/* The engine keeps using the slot's new number; the old one is
 		 * about to become the application's. */
 		mark(nfd, 1);
@@ -143,6 +146,7 @@ int rs_fdguard_evict(int fd)
 		rs_sys_close(fd);
 		rs_fdseen_add(nfd);
 		rs_fdseen_gone(fd);
+		rs_fdseen_making(-1);
 		return 0;
 	}
 	return 0;

@@ -21,6 +21,32 @@
 static _Atomic(uint64_t) *bits; /* mmap'ed once (no malloc: a vfork child closes) */
 static size_t nwords;           /* set before bits is published */
 static atomic_long nseen;       /* bits set */
+static atomic_int making;       /* the engine's descriptors being made (internal.h) */
+static atomic_uint begun;       /* makings begun, ever */
+
+void rs_fdseen_making(int delta)
+{
+	if (delta > 0)
+		atomic_fetch_add(&begun, 1);
+	atomic_fetch_add(&making, delta);
+}
+
+int rs_fdseen_making_now(void)
+{
+	return atomic_load(&making);
+}
+
+unsigned rs_fdseen_makings_begun(void)
+{
+	return atomic_load(&begun);
+}
+
+/* The thread that was making one is not in the child; the descriptor it
+ * made is open there without a bit (foreign.c says what follows). */
+void rs_fdseen_after_fork_child(void)
+{
+	atomic_store(&making, 0);
+}
 
 int rs_fdseen_ready(void)
 {

@@ -62,16 +62,10 @@ struct kdirent { /* getdents64's record */
 };
 
 static int found;              /* a foreign ring was seen: final */
-static atomic_int making;      /* the engine is between io_uring_setup and adopting the fd */
 static pthread_mutex_t scan_lock = PTHREAD_MUTEX_INITIALIZER;
 static int kept = -1;          /* O_PATH fd of /proc/<pid>/fd, fdguard's; -1 none yet */
 static int kept_failed;        /* it could not be opened: stat the path */
 static pthread_mutex_t kept_lock = PTHREAD_MUTEX_INITIALIZER; /* leaf */
-
-void rs_foreign_making(int delta)
-{
-	atomic_fetch_add(&making, delta);
-}
 
 /* The number of open descriptors, 0 when the kernel does not say (before
  * 6.2), -1 without /proc. */
@@ -113,16 +107,23 @@ static int is_uring(int dirfd, const char *name)
 }
 
 /* Is fd, an io_uring, the program's?  The engine's own are known from the
- * moment fdguard adopts them (rs_fdseen_add); one being made is not
- * yet: wait for the making to end (it takes no lock the caller holds) and
- * look again. */
+ * moment fdguard adopts them (rs_fdseen_add); one being made is not yet
+ * (rs_fdseen_making): wait for the making to end (it takes no lock the
+ * caller holds) and look again.  A making can also begin while we look: adopting a ring
+ * closes its first number, and the next thread's io_uring_setup gets that
+ * number at once (80 threads making rings: diff.engine_many_threads).  So
+ * a ring seen is the program's only if no making began meanwhile. */
 static int foreign_ring(int dirfd, const char *name, int fd)
 {
 	for (;;) {
 		if (rs_fdseen_has(fd))
 			return 0;
-		if (!atomic_load(&making))
-			return is_uring(dirfd, name) && !rs_fdseen_has(fd);
+		unsigned b = rs_fdseen_makings_begun();
+		if (!rs_fdseen_making_now()) {
+			int ring = is_uring(dirfd, name) && !rs_fdseen_has(fd);
+			if (!ring || (rs_fdseen_makings_begun() == b && !rs_fdseen_making_now()))
+				return ring;
+		}
 		rs_syscall(SYS_sched_yield, 0);
 	}
 }
@@ -212,7 +213,7 @@ void rs_foreign_after_fork_child(void)
 {
 	pthread_mutex_init(&scan_lock, NULL);
 	pthread_mutex_init(&kept_lock, NULL);
-	atomic_store(&making, 0);
+	rs_fdseen_after_fork_child();
 	if (kept >= 0)
 		rs_fdguard_release(kept); /* the parent's table: reopened at the next look */
 	kept = -1;

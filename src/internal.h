@@ -206,6 +206,13 @@ int rs_fdseen_has(int fd);
 int rs_fdseen_next_unseen(int fd); /* the lowest number >= fd without a bit; -1 past the map */
 long rs_fdseen_count(void);       /* bits set */
 void rs_fdseen_drop_closed(void); /* drop the bits of descriptors no longer open */
+/* The engine making a descriptor of its own (a ring, a moved copy): +1
+ * before the system call that makes it, -1 once its bit is set, so a
+ * listing does not take it for the program's. */
+void rs_fdseen_making(int delta);
+int rs_fdseen_making_now(void);          /* makings under way */
+unsigned rs_fdseen_makings_begun(void);  /* makings begun, ever */
+void rs_fdseen_after_fork_child(void);   /* none under way in the child */
 
 /* ---- foreign.c: io_urings the program made without libc ------------------ */
 /* 1 when the process holds an io_uring that is not the engine's (looked
@@ -215,7 +222,6 @@ void rs_fdseen_drop_closed(void); /* drop the bits of descriptors no longer open
  * for the listing): the socket is not armed this time. */
 #define RS_FOREIGN_UNKNOWN 2
 int rs_foreign_uring_found(void);
-void rs_foreign_making(int delta); /* +1 before the engine's io_uring_setup, -1 once adopted */
 void rs_foreign_after_fork_child(void);
 
 /* ---- proc.c (the state) and runtime.c (init, policy, process hooks) ------ */

@@ -54,10 +54,10 @@ static int ring_create(struct rs_ring *r)
 	p.cq_entries = entries * 8;
 	if (rs_fault(RS_FAULT_SETUP))
 		return -ENOMEM;
-	rs_foreign_making(1); /* (foreign.c: not the program's ring) */
+	rs_fdseen_making(1); /* (foreign.c: not the program's ring) */
 	int e = io_uring_queue_init_params(entries, &r->ring, &p);
 	if (e < 0) {
-		rs_foreign_making(-1);
+		rs_fdseen_making(-1);
 		return e;
 	}
 	(void)rs_fault(RS_FAULT_SETUP_SIGNAL);
@@ -68,7 +68,7 @@ static int ring_create(struct rs_ring *r)
 	madvise(r->ring.sq.sqes, r->ring.sq.ring_entries * sizeof(struct io_uring_sqe), MADV_DONTFORK);
 	r->reg_ring = io_uring_register_ring_fd(&r->ring) == 1;
 	e = rs_fdguard_adopt(r->ring.ring_fd, &r->ring.ring_fd);
-	rs_foreign_making(-1);
+	rs_fdseen_making(-1);
 	if (e < 0)
 		goto fail_ring;
 	e = rs_bufring_setup(r, p.features);
