@@ -90,6 +90,8 @@ void rs_preload_init(void);
 /* Turn an engine/raw result into the libc convention. */
 static inline long rs_ret(long r)
 {
+	if (rs_unlikely(RS_LOAD(rs_pub_due)))
+		rs_publish_due();
 	if (rs_unlikely(r < 0 && r > -4096)) {
 		errno = (int)-r;
 		return -1;
@@ -99,12 +101,17 @@ static inline long rs_ret(long r)
 
 /* Count a call of family fam, on a tracked socket (ours) or not.  Calls on
  * other descriptors are counted only when a report was asked for: the
- * counter store costs measurably on every file read and write. */
+ * counter store costs measurably on every file read and write.  Every
+ * 256th socket call of a family on a thread offers `ringsock stat` a copy
+ * (publish.c: made when no drain thread makes them, at most every
+ * RS_PUB_TICK_MS). */
 static inline void rs_count_call(int ours, int fam)
 {
-	if (rs_unlikely(ours))
+	if (rs_unlikely(ours)) {
 		rs_stat_add(RS_C_CALLS_SOCKET + fam, 1);
-	else if (rs_rt.count_other)
+		if (rs_unlikely((rs_tstats_tls.c[RS_C_CALLS_SOCKET + fam] & 255) == 0))
+			rs_publish_call();
+	} else if (rs_rt.count_other)
 		rs_stat_add(RS_C_CALLS_OTHER + fam, 1);
 }
 

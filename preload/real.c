@@ -300,7 +300,7 @@ void rs_new_fd(int fd, int domain, int type, int protocol)
 				s->pt_counted = 1;
 				rs_stat_add(RS_C_PASSTHROUGH + rs_rt.pt_reason, 1);
 			}
-			rs_publish_call(); /* (when no drain thread does it) */
+			rs_publish_event(); /* (when no drain thread makes the copies) */
 		} else {
 			rs_stat_add(RS_C_PASSTHROUGH + RINGSOCK_PT_TABLE_FULL, 1);
 		}

@@ -101,6 +101,7 @@ int rs_block_on_fd(int fd, short ev, int64_t deadline, int partial)
 	struct pollfd p = { fd, ev, 0 };
 	struct timespec ts = rs_ns_timespec(ns);
 	rs_sig_clear();
+	rs_ring_round_end(rs_ring_tls);
 	return rs_wait_result((int)rs_blocking_syscall(SYS_ppoll, (long)&p, 1, (long)&ts, 0, 0, 0), deadline,
 			      partial);
 }

@@ -17,7 +17,10 @@
  * posts a message to the owner's ring (IORING_OP_MSG_RING), which wakes
  * the owner wherever it waits for the engine.
  *
- * The thread starts with the first ring, with every signal blocked.  Every
+ * The thread starts, with every signal blocked, when the engine first
+ * queues a send (engine_int.h rs_ring_may_queue: the second of a round) or
+ * drains one (rs_drain_want): a process that never does stays
+ * single-threaded.  Every
  * RS_WATCH_MS it also looks for rings whose owner left sends queued and
  * went to block where the library cannot see (the watchdog engine.c hands
  * it: the drain thread does not call up into the rings).  fork
@@ -59,7 +62,6 @@ struct rs_drain_job {
 
 static struct {
 	rs_lock lock;                 /* everything below */
-	int state;                    /* 0 not started, 1 running, -1 failed */
 	pthread_t th;
 	int stop;                     /* the thread is asked to end (fork) */
 	int restart;                  /* stopped for fork: start again after */
@@ -73,8 +75,10 @@ static struct {
 	uint32_t running;             /* futex word: jobs not done */
 	uint64_t slots[DRAIN_SLOTS / 64];
 	int nslots;                   /* registered file slots (a multiple of 64) */
-	void (*watchdog)(void);       /* run every RS_WATCH_MS (rs_drain_watch) */
+	void (*watchdog)(void);       /* run every RS_WATCH_MS (rs_drain_set_watchdog) */
 } dr = { .lock = RS_LOCK_INIT, .evfd = -1 };
+int rs_drain_state; /* 0 not started, 1 running, -1 failed [written under
+		     * dr.lock; read atomically: rs_drain_running] */
 
 static void futex_wake(uint32_t *w)
 {
@@ -337,9 +341,9 @@ fail:
 /* Lock held. */
 static int start(void)
 {
-	if (dr.state)
-		return dr.state;
-	__atomic_store_n(&dr.state, -1, __ATOMIC_RELAXED);
+	if (rs_drain_state)
+		return rs_drain_state;
+	__atomic_store_n(&rs_drain_state, -1, __ATOMIC_RELAXED);
 	if (ring_setup() < 0) {
 		rs_info("the drain thread could not start (no io_uring, or no descriptor for its ring); "
 			"sends are not queued, and the rest of a send to a full socket finishes when its "
@@ -361,23 +365,32 @@ static int start(void)
 			"of a send to a full socket finishes when its thread next waits for the engine");
 		return -1;
 	}
-	__atomic_store_n(&dr.state, 1, __ATOMIC_RELAXED);
+	__atomic_store_n(&rs_drain_state, 1, __ATOMIC_RELAXED);
 	return 1;
 }
 
 /* ---- the engine's side ------------------------------------------------------ */
 
-int rs_drain_watching(void)
-{
-	return __atomic_load_n(&dr.state, __ATOMIC_RELAXED) == 1;
-}
-
-void rs_drain_watch(void (*watchdog)(void))
+void rs_drain_set_watchdog(void (*watchdog)(void))
 {
 	__atomic_store_n(&dr.watchdog, watchdog, __ATOMIC_RELEASE);
+}
+
+/* The thread starts when the engine first holds a send past the call that
+ * made it (or first drains one): until then nothing needs its watchdog,
+ * and a process without it stays single-threaded (the kernel's file
+ * lookups without references, the C library's single-thread paths).  Not
+ * from a signal handler (pthread_create is not async-signal-safe: the
+ * callers send straight from there). */
+int rs_drain_want(void)
+{
+	int st = __atomic_load_n(&rs_drain_state, __ATOMIC_RELAXED);
+	if (rs_likely(st != 0))
+		return st > 0;
 	rs_mutex_lock(&dr.lock);
-	start();
+	st = start();
 	rs_mutex_unlock(&dr.lock);
+	return st > 0;
 }
 
 struct rs_drain_job *rs_drain_start(int fd, char *buf, size_t len, struct rs_ring *notify)
@@ -477,7 +490,7 @@ int rs_drain_wait_all(int timeout_ms)
 static void stop(void)
 {
 	rs_mutex_lock(&dr.lock);
-	int running = dr.state == 1 && !dr.running && !dr.incoming;
+	int running = rs_drain_state == 1 && !dr.running && !dr.incoming;
 	if (running)
 		__atomic_store_n(&dr.stop, 1, __ATOMIC_RELEASE);
 	rs_mutex_unlock(&dr.lock);
@@ -486,9 +499,9 @@ static void stop(void)
 	uint64_t one = 1;
 	rs_sys_write(dr.evfd, &one, sizeof(one));
 	pthread_join(dr.th, NULL);
-	/* (under the lock: another thread's rs_drain_watch reads the state) */
+	/* (under the lock: another thread's rs_drain_want reads the state) */
 	rs_mutex_lock(&dr.lock);
-	__atomic_store_n(&dr.state, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&rs_drain_state, 0, __ATOMIC_RELAXED);
 	dr.restart = 1;
 	rs_mutex_unlock(&dr.lock);
 }
@@ -528,7 +541,7 @@ void rs_drain_after_fork(int child)
 		rs_fdguard_release(dr.ring.ring_fd);
 	}
 	dr.ring_ok = 0;
-	__atomic_store_n(&dr.state, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&rs_drain_state, 0, __ATOMIC_RELAXED);
 	dr.evfd = -1;
 	dr.incoming = dr.all = NULL;
 	dr.running = 0;

@@ -268,6 +268,13 @@ int rs_ring_wait(struct rs_ring *r, int (*cond)(void *), void *arg, int timeout_
 int rs_ring_reap(struct rs_ring *r);
 /* Does the owner need to enter the kernel to make progress? */
 int rs_ring_has_work(struct rs_ring *r);
+/* The ring's thread makes a wait call or waits (rs_ring_may_queue's round
+ * ends: epoll_wait, poll, select, a blocking call's wait). */
+static inline void rs_ring_round_end(struct rs_ring *r)
+{
+	if (r && RS_LOAD(r->round_sends))
+		RS_STORE(r->round_sends, 0);
+}
 /* Could entering the ring bring input: completions, SQEs not submitted,
  * receives to restart, hand-overs (not queued sends alone)? */
 int rs_ring_has_input_work(struct rs_ring *r);
@@ -437,12 +444,38 @@ int rs_drain_wait(struct rs_drain_job *j, int timeout_ms); /* 0 or -ETIME */
 void rs_drain_release(struct rs_drain_job *j);   /* the socket lets go of it */
 void rs_drain_unnotify(struct rs_drain_job *j);  /* its owner ring goes away */
 int rs_drain_wait_all(int timeout_ms);           /* 0 or -ETIME */
-void rs_drain_watch(void (*watchdog)(void)); /* start the thread; it runs watchdog
-					       * every RS_WATCH_MS */
-int rs_drain_watching(void);   /* the thread runs (its watchdog flushes the sends
-				* of a thread blocked where the library cannot see):
-				* without it, no send is queued */
+void rs_drain_set_watchdog(void (*watchdog)(void)); /* the thread runs it every
+						      * RS_WATCH_MS */
+extern RS_HIDDEN int rs_drain_state; /* 1 running, 0 not started, -1 could not start */
+static inline int rs_drain_running(void)
+{
+	return __atomic_load_n(&rs_drain_state, __ATOMIC_RELAXED) == 1;
+}
+int rs_drain_want(void);       /* start the thread if it is not running: 1 when it
+				* runs (its watchdog flushes the sends of a thread
+				* blocked where the library cannot see); without it,
+				* no send is queued */
 void rs_drain_stop(void);      /* exit, exec: end the thread once idle */
+
+/* May this ring queue a send?  A queued send needs the drain thread (its
+ * watchdog sends the queue of a thread that blocks where the library
+ * cannot see), and a process without it keeps the kernel's and the C
+ * library's single-thread paths.  So until it runs, the first send of a
+ * round (since the ring last waited) that the engine would queue goes to
+ * the kernel instead: nothing is there to merge it with (a ping-pong
+ * peer's, one request per connection's); a second one in the same round
+ * starts the thread (rs_drain_want) and is queued.  Counted by rounds,
+ * never by time. */
+static inline int rs_ring_may_queue(struct rs_ring *r)
+{
+	if (rs_likely(rs_drain_running()))
+		return 1;
+	if (!RS_LOAD(r->round_sends)) {
+		RS_STORE(r->round_sends, 1);
+		return 0;
+	}
+	return rs_drain_want();
+}
 void rs_drain_before_fork(void);
 void rs_drain_after_fork(int child);
 

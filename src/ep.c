@@ -619,6 +619,7 @@ int rs_ep_wait(int epfd, struct epoll_event *evs, int max, int timeout_ms, const
 {
 	struct rs_ep *ep = rs_ep_get(epfd, 0);
 	struct rs_ring *r = rs_ring_tls;
+	rs_ring_round_end(r); /* (a wait call: rs_ring_may_queue) */
 	if (!ep) {
 		if (r && rs_ring_has_work(r)) {
 			rs_ring_lock(r);

@@ -97,7 +97,12 @@ void rs_stats_report_at_exit(void); /* once per process, if RINGSOCK_STATS asks 
 void rs_publish_init(void);
 void rs_publish_now(int force); /* a copy (force: even if one is recent) */
 void rs_publish_tick(void);     /* the drain thread's look (every RS_WATCH_MS) */
-void rs_publish_call(void);     /* a program's call, when no drain thread ticks */
+void rs_publish_call(void);     /* a program's call, when no drain thread ticks
+				* (at most every RS_PUB_TICK_MS) */
+void rs_publish_event(void);    /* a socket made or taken: a copy now, when no
+				* drain thread ticks (no lock of ours held) */
+void rs_publish_due(void);      /* the same, for rs_pub_due (clears it) */
+extern RS_HIDDEN int rs_pub_due; /* sock.c: the engine took a socket in this call */
 void rs_publish_exit(void);     /* exit, exec: the segment goes */
 void rs_publish_atfork_child(void);
 
@@ -376,7 +381,8 @@ struct rs_tstats {
 };
 /* This thread's counters, in static TLS. */
 extern RS_TLS struct rs_tstats rs_tstats_tls;
-static inline void rs_stat_add(int idx, uint64_t n)
+/* (always inline: a per-call count, read back by rs_count_call) */
+static inline __attribute__((always_inline)) void rs_stat_add(int idx, uint64_t n)
 {
 	struct rs_tstats *t = &rs_tstats_tls;
 	if (rs_likely(t->state == RS_TSTATS_LIVE))

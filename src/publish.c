@@ -1,11 +1,11 @@
 /* publish.c - the process's state for `ringsock stat` (publish.h): a
  * shared-memory file the drain thread rewrites every RS_PUB_TICK_MS
- * (engine.c's watchdog: a process whose engine has made a ring), or, in a
- * process without a drain thread, the thread that creates a socket (at
- * most as often); so a process with neither (its sockets all passed
- * through, or none made since start) shows its first copy, and `ringsock
- * stat` says how old a copy is.  Removed at exit and exec; a fork child
- * makes its own at its first copy.  Its descriptor is closed once mapped,
+ * (engine.c's watchdog: a process whose engine has queued a send), or, in
+ * a process without a drain thread, a program's thread: when it makes a
+ * socket, at the end of a call in which the engine took one (rs_pub_due),
+ * and at a 256th call on sockets (at most as often); `ringsock stat` says
+ * how old a copy is.  Removed at exit and exec; a fork child makes its
+ * own at its first copy.  Its descriptor is closed once mapped,
  * so the program never sees it.  RINGSOCK_PUBLISH=0 turns it off.
  *
  * What a copy holds: the process-wide counters (ringsock_stats_snapshot)
@@ -258,6 +258,7 @@ void rs_publish_now(int force)
 }
 
 static atomic_int ticking; /* the drain thread makes the copies */
+static atomic_int pub_events; /* copies asked for by rs_publish_event */
 
 void rs_publish_tick(void)
 {
@@ -269,6 +270,29 @@ void rs_publish_call(void)
 {
 	if (!atomic_load_explicit(&ticking, memory_order_relaxed))
 		rs_publish_now(0);
+}
+
+/* Without a drain thread, a copy is made only in a program's call, and a
+ * process may make no call for a long time after it has set up (bound,
+ * armed, then waiting where the library cannot see): a socket taken or
+ * armed is shown at the end of the call that did it, the first
+ * RS_PUB_EVENT_COPIES times whatever the copy's age, then at most every
+ * RS_PUB_TICK_MS (the 256th-call copies of a busy process show the rest).
+ * sock.c sets rs_pub_due when the engine takes a socket; the call's
+ * rs_ret (preload.h) then calls rs_publish_due. */
+void rs_publish_event(void)
+{
+	if (atomic_load_explicit(&ticking, memory_order_relaxed))
+		return;
+	int saved = errno;
+	rs_publish_now(atomic_fetch_add_explicit(&pub_events, 1, memory_order_relaxed) < RS_PUB_EVENT_COPIES);
+	errno = saved;
+}
+
+void rs_publish_due(void)
+{
+	RS_STORE(rs_pub_due, 0);
+	rs_publish_event();
 }
 
 /* Exit and exec: the file goes.  The mapping stays (another thread may be
@@ -297,7 +321,8 @@ void rs_publish_exit(void)
 void rs_publish_atfork_child(void)
 {
 	pub = NULL;
-	atomic_store(&ticking, 0); /* (no drain thread until it makes a ring) */
+	atomic_store(&ticking, 0); /* (no drain thread until a send is queued) */
+	atomic_store(&pub_events, 0);
 	atomic_store(&pub_lock, 0);
 	last_ns = 0;
 }

@@ -3,8 +3,9 @@
  * file per process, /dev/shm/ringsock.UID.PID.START (START: the process's
  * start time, /proc/PID/stat field 22, so a reused pid never meets an old
  * file), created O_EXCL with mode 0600 (its user and root read it),
- * rewritten by the drain thread every RS_PUB_TICK_MS (a process with the
- * engine running; without it, at socket creation, at most as often),
+ * rewritten by the drain thread every RS_PUB_TICK_MS (a process whose
+ * engine has queued a send; without it, by the program's calls: see
+ * publish.c),
  * removed at exit and exec.  A reader copies it under its sequence number
  * (odd: being written) and retries; it shows only files of its own pid
  * namespace (pidns), and trusts none of the contents. */
@@ -21,6 +22,7 @@
 #define RS_PUB_PREFIX "ringsock."
 #define RS_PUB_MAX_SOCKS 8192
 #define RS_PUB_TICK_MS 100
+#define RS_PUB_EVENT_COPIES 64 /* sockets taken or armed shown at once (publish.c) */
 
 enum { RS_PUB_TCP = 1, RS_PUB_UDP = 2 };
 /* A socket's state as the engine sees it. */

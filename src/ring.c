@@ -27,11 +27,10 @@ static RS_TLS int ring_failed;
 static pthread_key_t exit_key;
 static rs_lock all_lock = RS_LOCK_INIT;
 static struct rs_ring *all_rings;
-static void (*watchdog_fn)(void);
 
 int rs_ring_init(void (*thread_exit)(void *), void (*watchdog)(void))
 {
-	watchdog_fn = watchdog;
+	rs_drain_set_watchdog(watchdog); /* (the thread starts when a send is queued) */
 	return pthread_key_create(&exit_key, thread_exit) == 0 ? 0 : -EAGAIN;
 }
 
@@ -154,7 +153,6 @@ static struct rs_ring *ring_new(void)
 	rs_ring_tls = r;
 	pthread_setspecific(exit_key, r);
 	rs_stat_add(RS_C_RINGS, 1);
-	rs_drain_watch(watchdog_fn); /* it runs from now on */
 	return r;
 }
 
@@ -533,6 +531,7 @@ void rs_ring_submit(struct rs_ring *r)
 
 int rs_ring_sleep(struct rs_ring *r, int64_t timeout_ns, const sigset_t *ss)
 {
+	rs_ring_round_end(r);
 	ring_prepare(r);
 	/* Make the SQEs visible to the kernel here, under the lock: other
 	 * threads holding it may prepare SQEs while we wait, and the wait

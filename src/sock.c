@@ -22,6 +22,7 @@
 
 static rs_lock socks_lock = RS_LOCK_INIT;
 static struct rs_esock *socks; /* every engine socket, for fork (all_next) */
+int rs_pub_due; /* the engine took a socket in this call: publish.c's copy at its end */
 
 /* The lock that guards the socket entered last; remembered for the unlock. */
 static RS_TLS struct rs_ring *held_ring;
@@ -140,6 +141,7 @@ void rs_esock_init(struct rs_esock *e, const struct rs_kind_ops *ops, struct rs_
 	e->sock = s;
 	atomic_fetch_add(&s->refs, 1);
 	RS_STORE(e->mode, RS_ES_ARMED);
+	RS_STORE(rs_pub_due, 1); /* (`ringsock stat`'s copy, at the call's end) */
 }
 
 void rs_esock_uninit(struct rs_esock *e)

@@ -254,14 +254,17 @@ static int send_to_kernel(struct rs_tcp *t, size_t total)
 	 * may be the kernel's own blocking one, which SA_RESTART resumes
 	 * without coming back to the library, and queued bytes would then
 	 * wait for the watchdog (seed 29000040: a handler's send to the peer
-	 * the interrupted recv waited on).  And any send while no drain
-	 * thread runs: its watchdog is what sends the queue of a thread that
-	 * blocks where the library cannot see (pthread_join on a thread
-	 * that waits for these bytes). */
+	 * the interrupted recv waited on).  And any send when the drain
+	 * thread cannot run: its watchdog is what sends the queue of a thread
+	 * that blocks where the library cannot see (pthread_join on a thread
+	 * that waits for these bytes); until it runs, the first such send of
+	 * a round is the kernel's, and the second starts it (engine_int.h
+	 * rs_ring_may_queue: last in the test, so only for a send that would
+	 * be queued). */
 	return !t->tx_cnt && !t->send_inflight &&
 	       ((direct && total >= direct) || RS_LOAD(t->e.kfull) || !t->sent || t->rx_eof ||
 		RS_LOAD(t->e.k_hup) || pp || alone || shared || t->tx_bulk || rs_in_handler ||
-		!rs_drain_watching());
+		!rs_ring_may_queue(t->e.owner));
 }
 
 /* ---- room in the kernel's send buffer ----------------------------------

@@ -354,8 +354,7 @@ static int queueable(struct rs_udp *u, const struct iovec *iov, int n, int flags
 	 * the call the handler interrupted may be the kernel's own, which
 	 * SA_RESTART resumes without coming back to flush; see tcp_send.c) */
 	if (!rs_rt.cfg.v[RS_K_UDP_SEND_BATCH] || (flags & ~(MSG_DONTWAIT | MSG_NOSIGNAL)) || u->tx_kernel ||
-	    rs_in_handler || !rs_drain_watching() || /* (its watchdog: see tcp_send.c) */
-	    u->corked || RS_LOAD(u->e.kfull) ||
+	    rs_in_handler || u->corked || RS_LOAD(u->e.kfull) ||
 	    u->e.mode != RS_ES_ARMED || u->e.owner != rs_ring_tls || u->e.closing || u->shared || n < 0 ||
 	    n > IOV_MAX || connected(u->e.sock))
 		return 0;
@@ -377,6 +376,9 @@ static int queueable(struct rs_udp *u, const struct iovec *iov, int n, int flags
 		RS_STORE(u->tx_pp, 1);
 		return 0;
 	}
+	/* (a queued send needs the drain thread: rs_ring_may_queue) */
+	if (!rs_ring_may_queue(u->e.owner))
+		return 0;
 	*gso_max = d->gso_max;
 	return 1;
 }

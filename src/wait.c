@@ -335,6 +335,7 @@ int rs_wait_poll(struct pollfd *fds, unsigned long n, struct rs_sock **recs, int
 		 const struct timespec *tmo, const sigset_t *ss, int *handled, int64_t *left_ns)
 {
 	struct rs_ring *r = rs_ring_tls;
+	rs_ring_round_end(r); /* (a wait call: rs_ring_may_queue) */
 	*handled = 0;
 	if (left_ns)
 		*left_ns = -1;

@@ -473,7 +473,8 @@ static void print_text(FILE *o, struct proc *ps, int n, int sockets)
 			engine_text(p), socks, sent, recv, calls, rs_, rr, rc);
 		double age = (double)(mono_ns() - p->updated_ns) / 1e9;
 		if (age >= 1)
-			fprintf(o, "         (this copy is %.0f s old: the process has no thread of the library's to refresh it)\n",
+			fprintf(o, "         (this copy is %.0f s old: no drain thread refreshes it in this process, "
+				"its own socket calls do)\n",
 				age);
 		if (strcmp(engine_text(p), "on"))
 			fprintf(o, "         engine off: %s\n", reason_name(p->pt_reason));

@@ -32,8 +32,13 @@ cleanup() {
 	rm -rf "$TMP"
 }
 trap cleanup EXIT
-# (the four connections are up once the server's copy says so)
-served() { grep -q "^ringsock_sockets_served_total{pid=\"$srv\",command=\"rs-rr-server\"} [4-9]" "$1"; }
+# (the four connections are up, and requests answered, once the server's
+# copy says so: the copies the process makes as the engine takes each
+# socket come before its first request)
+served() {
+	grep -q "^ringsock_sockets_served_total{pid=\"$srv\",command=\"rs-rr-server\"} [4-9]" "$1" &&
+		grep -Eq "^ringsock_uring_enters_total\{pid=\"$srv\",command=\"rs-rr-server\"\} [1-9]" "$1"
+}
 up=0
 for i in $(seq 300); do
 	"$RS_CLI" stat --openmetrics "$srv" >"$TMP/m1" 2>/dev/null && served "$TMP/m1" && { up=1; break; }
