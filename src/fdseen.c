@@ -14,12 +14,14 @@
 #include <sys/resource.h>
 
 #include "internal.h"
+#include "locks.h"
 #include "sys.h"
 
 #define MAX_FDS (1u << 20)
 
 static _Atomic(uint64_t) *bits; /* mmap'ed once (no malloc: a vfork child closes) */
-static size_t nwords;           /* set before bits is published */
+static size_t nwords;           /* set before bits is published (relaxed atomics: two
+                                 * threads may both set it, to the same value) */
 static atomic_long nseen;       /* bits set */
 static atomic_int making;       /* the engine's descriptors being made (internal.h) */
 static atomic_uint begun;       /* makings begun, ever */
@@ -72,7 +74,7 @@ int rs_fdseen_ready(void)
 
 void rs_fdseen_add(int fd)
 {
-	if (fd < 0 || !rs_fdseen_ready() || (size_t)fd / 64 >= nwords)
+	if (fd < 0 || !rs_fdseen_ready() || (size_t)fd / 64 >= RS_LOAD(nwords))
 		return;
 	uint64_t m = 1ull << (fd % 64);
 	if (!(atomic_fetch_or(&bits[fd / 64], m) & m))
@@ -81,7 +83,7 @@ void rs_fdseen_add(int fd)
 
 void rs_fdseen_gone(int fd)
 {
-	if (fd < 0 || !__atomic_load_n(&bits, __ATOMIC_ACQUIRE) || (size_t)fd / 64 >= nwords)
+	if (fd < 0 || !__atomic_load_n(&bits, __ATOMIC_ACQUIRE) || (size_t)fd / 64 >= RS_LOAD(nwords))
 		return;
 	uint64_t m = 1ull << (fd % 64);
 	if (atomic_fetch_and(&bits[fd / 64], ~m) & m)
@@ -92,7 +94,7 @@ void rs_fdseen_range_gone(unsigned first, unsigned last)
 {
 	if (!__atomic_load_n(&bits, __ATOMIC_ACQUIRE))
 		return;
-	for (size_t w = first / 64; w < nwords && w <= last / 64; w++) {
+	for (size_t w = first / 64; w < RS_LOAD(nwords) && w <= last / 64; w++) {
 		uint64_t m = ~0ull;
 		if (w == first / 64)
 			m &= ~0ull << (first % 64);
@@ -105,7 +107,7 @@ void rs_fdseen_range_gone(unsigned first, unsigned last)
 
 int rs_fdseen_has(int fd)
 {
-	return fd >= 0 && __atomic_load_n(&bits, __ATOMIC_ACQUIRE) && (size_t)fd / 64 < nwords &&
+	return fd >= 0 && __atomic_load_n(&bits, __ATOMIC_ACQUIRE) && (size_t)fd / 64 < RS_LOAD(nwords) &&
 	       (atomic_load(&bits[fd / 64]) & (1ull << (fd % 64)));
 }
 
@@ -113,7 +115,7 @@ int rs_fdseen_next_unseen(int fd)
 {
 	if (fd < 0 || !__atomic_load_n(&bits, __ATOMIC_ACQUIRE))
 		return -1;
-	for (size_t w = (size_t)fd / 64; w < nwords; w++) {
+	for (size_t w = (size_t)fd / 64; w < RS_LOAD(nwords); w++) {
 		uint64_t free = ~atomic_load(&bits[w]);
 		if (w == (size_t)fd / 64)
 			free &= ~0ull << (fd % 64);
@@ -134,7 +136,7 @@ void rs_fdseen_drop_closed(void)
 {
 	if (!__atomic_load_n(&bits, __ATOMIC_ACQUIRE))
 		return;
-	for (size_t w = 0; w < nwords; w++) {
+	for (size_t w = 0; w < RS_LOAD(nwords); w++) {
 		uint64_t v = atomic_load(&bits[w]);
 		while (v) {
 			int b = __builtin_ctzll(v);

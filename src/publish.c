@@ -33,8 +33,23 @@ static struct rs_pub *pub;      /* the mapping, NULL when none */
 static int pub_pid;              /* the process that made it */
 static int pub_want;             /* publishing is on (made at the first copy) [atomic] */
 static char pub_path[96];
-static int64_t last_ns;          /* of the last copy [pub_lock] */
+static int64_t last_ns;          /* of the last copy [pub_lock; relaxed atomics: the fork child resets it] */
 static atomic_int pub_lock;      /* one writer at a time (never waits) */
+
+static int pub_trylock(void)
+{
+	int z = 0;
+	if (!atomic_compare_exchange_strong(&pub_lock, &z, 1))
+		return 0;
+	rs_tsan_acquire(&pub_lock); /* (locks.h: inside TSan's interceptors) */
+	return 1;
+}
+
+static void pub_unlock(void)
+{
+	rs_tsan_release(&pub_lock);
+	atomic_store(&pub_lock, 0);
+}
 
 static int64_t mono_ns(void)
 {
@@ -225,16 +240,15 @@ void rs_publish_now(int force)
 {
 	if (!__atomic_load_n(&pub_want, __ATOMIC_ACQUIRE))
 		return;
-	int z = 0;
-	if (!atomic_compare_exchange_strong(&pub_lock, &z, 1))
+	if (!pub_trylock())
 		return; /* (another thread is writing it: that copy will do) */
 	if (!__atomic_load_n(&pub_want, __ATOMIC_ACQUIRE)) {
-		atomic_store(&pub_lock, 0); /* (exit or exec took it away meanwhile) */
+		pub_unlock(); /* (exit or exec took it away meanwhile) */
 		return;
 	}
 	int64_t now = mono_ns();
-	if (force || now - last_ns >= (int64_t)RS_PUB_TICK_MS * 1000000) {
-		last_ns = now;
+	if (force || now - RS_LOAD(last_ns) >= (int64_t)RS_PUB_TICK_MS * 1000000) {
+		RS_STORE(last_ns, now);
 		if (pub && pub_pid != rs_sys_getpid())
 			pub = NULL; /* a child of a fork our handlers did not see (daemon()):
 				     * the parent's file stays the parent's */
@@ -254,7 +268,7 @@ void rs_publish_now(int force)
 			__atomic_store_n(&p->seq, p->seq + 1, __ATOMIC_RELEASE);
 		}
 	}
-	atomic_store(&pub_lock, 0);
+	pub_unlock();
 }
 
 static atomic_int ticking; /* the drain thread makes the copies */
@@ -305,15 +319,13 @@ void rs_publish_exit(void)
 	 * a new file after this; bounded, as this thread may be the writer
 	 * (a fatal signal in the middle of a copy). */
 	int locked = 0;
-	for (long i = 0; i < (1L << 22) && !locked; i++) {
-		int z = 0;
-		locked = atomic_compare_exchange_weak(&pub_lock, &z, 1);
-	}
+	for (long i = 0; i < (1L << 22) && !locked; i++)
+		locked = pub_trylock();
 	if (pub && pub_pid == rs_sys_getpid())
 		rs_syscall(SYS_unlink, pub_path);
 	pub = NULL;
 	if (locked)
-		atomic_store(&pub_lock, 0);
+		pub_unlock();
 }
 
 /* A fork child: the parent's file stays the parent's; the child makes its
@@ -324,5 +336,5 @@ void rs_publish_atfork_child(void)
 	atomic_store(&ticking, 0); /* (no drain thread until a send is queued) */
 	atomic_store(&pub_events, 0);
 	atomic_store(&pub_lock, 0);
-	last_ns = 0;
+	RS_STORE(last_ns, 0);
 }

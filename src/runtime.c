@@ -85,6 +85,8 @@ void rs_runtime_init(char *const *envp, int secure)
 	 * handlers see to both, after the drain thread has stopped. */
 	if (!rs_engine_on)
 		pthread_atfork(rs_stats_before_fork, rs_stats_after_fork, after_fork_child_off);
+	if (!rs_rt.passthrough)
+		(void)rs_fdseen_ready(); /* (mapped now, before the program's threads race to) */
 	rs_stats_setup();
 	rs_publish_init();
 	rs_info("ringsock %s loaded: %s", RS_VERSION_STRING,
