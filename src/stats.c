@@ -58,7 +58,7 @@ static void reg_lock_drop(void)
 
 static void reg_unlink(struct rs_tstats *t)
 {
-	for (struct rs_tstats **pp = &reg_head; RS_LOAD(*pp); pp = &(*pp)->next)
+	for (struct rs_tstats **pp = &reg_head; RS_LOAD(*pp); pp = &RS_LOAD(*pp)->next)
 		if (RS_LOAD(*pp) == t) {
 			RS_STORE(*pp, RS_LOAD(t->next));
 			break;
