@@ -18,9 +18,9 @@
  * the owner wherever it waits for the engine.
  *
  * The thread starts, with every signal blocked, when the engine first
- * queues a send (engine_int.h rs_ring_may_queue: the second of a round) or
- * drains one (rs_drain_want): a process that never does stays
- * single-threaded.  Every
+ * queues a send (engine_int.h rs_ring_may_queue: the third of a round, or
+ * the second of the second round with two) or drains one
+ * (rs_drain_want): a process that never does stays single-threaded.  Every
  * RS_WATCH_MS it also looks for rings whose owner left sends queued and
  * went to block where the library cannot see (the watchdog engine.c hands
  * it: the drain thread does not call up into the rings).  fork

@@ -460,19 +460,28 @@ void rs_drain_stop(void);      /* exit, exec: end the thread once idle */
 /* May this ring queue a send?  A queued send needs the drain thread (its
  * watchdog sends the queue of a thread that blocks where the library
  * cannot see), and a process without it keeps the kernel's and the C
- * library's single-thread paths.  So until it runs, the first send of a
- * round (since the ring last waited) that the engine would queue goes to
- * the kernel instead: nothing is there to merge it with (a ping-pong
- * peer's, one request per connection's); a second one in the same round
- * starts the thread (rs_drain_want) and is queued.  Counted by rounds,
- * never by time. */
+ * library's single-thread paths (a system call on a descriptor takes no
+ * file reference).  So until it runs, a send the engine would queue goes
+ * to the kernel unless it is the third of its round (since the ring last
+ * waited), or the second of the ring's second round with two: a round of
+ * one send has nothing to merge (a ping-pong peer's, one request per
+ * connection's), and one round of two (a length and then its message,
+ * before a wait: iperf3's parameters on its control socket) is not worth
+ * a thread for the whole run.  That send starts the thread
+ * (rs_drain_want) and is queued.  Counted by rounds, never by time. */
 static inline int rs_ring_may_queue(struct rs_ring *r)
 {
 	if (rs_likely(rs_drain_running()))
 		return 1;
-	if (!RS_LOAD(r->round_sends)) {
-		RS_STORE(r->round_sends, 1);
-		return 0;
+	uint8_t n = RS_LOAD(r->round_sends);
+	if (n < 2) {
+		RS_STORE(r->round_sends, (uint8_t)(n + 1));
+		if (!n)
+			return 0;
+		if (!RS_LOAD(r->two_rounds)) {
+			RS_STORE(r->two_rounds, 1);
+			return 0;
+		}
 	}
 	return rs_drain_want();
 }

@@ -314,9 +314,22 @@ ssize_t rs_tcp_recv_call(struct rs_sock *s, int fd, const struct iovec *iov, int
 	/* MSG_WAITALL on a blocking socket: until the buffer is full, the
 	 * stream ends, an error, the timeout or a signal */
 	int waitall = block && (flags & MSG_WAITALL) && !(flags & (MSG_PEEK | MSG_TRUNC));
-	struct recv_call c = { .s = s, .fd = fd, .iov = iov, .n = n, .flags = flags, .waitall = waitall,
-			       .want = rs_iov_total(iov, n), .deadline = block ? rs_call_deadline(s, fd, 1) : 0,
-			       .cur = { (struct iovec *)iov, n, NULL } };
+	/* (field by field: an initializer zeroes the whole struct first,
+	 * a `rep stos` that cost a third of this function's samples) */
+	struct recv_call c;
+	c.s = s;
+	c.fd = fd;
+	c.iov = iov;
+	c.n = n;
+	c.flags = flags;
+	c.waitall = waitall;
+	c.want = rs_iov_total(iov, n);
+	c.deadline = block ? rs_call_deadline(s, fd, 1) : 0;
+	c.cur.v = (struct iovec *)iov;
+	c.cur.n = n;
+	c.cur.heap = NULL;
+	c.done = 0;
+	c.stop = c.waited = c.slept = c.counted = c.lone = 0;
 	ssize_t r;
 	for (;;) {
 		struct rs_tcp *t = rs_tcp_of(rs_esock_enter_served(s, fd));

@@ -257,8 +257,8 @@ static int send_to_kernel(struct rs_tcp *t, size_t total)
 	 * the interrupted recv waited on).  And any send when the drain
 	 * thread cannot run: its watchdog is what sends the queue of a thread
 	 * that blocks where the library cannot see (pthread_join on a thread
-	 * that waits for these bytes); until it runs, the first such send of
-	 * a round is the kernel's, and the second starts it (engine_int.h
+	 * that waits for these bytes); until it runs, such a send is the
+	 * kernel's, but for the one that starts it (engine_int.h
 	 * rs_ring_may_queue: last in the test, so only for a send that would
 	 * be queued). */
 	return !t->tx_cnt && !t->send_inflight &&

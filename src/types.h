@@ -467,10 +467,11 @@ struct rs_ring {
 	unsigned lone_wakes;    /* count, 0..64 [owner] */
 	uint8_t alone;          /* 1: lone_wakes reached 64 [owner writes
 				 * (RS_STORE); hint] */
-	uint8_t round_sends;    /* 1: a send the engine would have queued went to
-				 * the kernel since the ring last waited, before
-				 * any drain thread (rs_ring_may_queue) [RS_LOAD,
-				 * RS_STORE] */
+	uint8_t round_sends;    /* sends the engine would have queued since the
+				 * ring last waited, before any drain thread
+				 * (rs_ring_may_queue), 0..2 [RS_LOAD, RS_STORE] */
+	uint8_t two_rounds;     /* 1: a round had two of them, all the
+				 * kernel's [RS_LOAD, RS_STORE] */
 #define RS_SLOT_AFTER 16 /* a socket's sends through the ring before it gets a slot */
 #define RS_SLOT_GONE ((struct rs_esock *)1)
 	/* The ring's registered files (ringfile.c): slot i holds the socket

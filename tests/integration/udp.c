@@ -22,11 +22,12 @@
  *   kwaitsend
  *       A socket that sends two datagrams to a peer (the kernel takes
  *       them: its destination may be queued to from then on), waits four
- *       times (SO_RCVTIMEO), then answers each of six requests with one
+ *       times (SO_RCVTIMEO), then answers each of nine requests with one
  *       reply, two in every third round.  Under the library its reads are
  *       the kernel's after the fourth wait, and so is the first reply
- *       after each read; only the second replies are queued (udp_queued
- *       2: all eight replies without the rule).  The peer, connected
+ *       after each read; only the second replies may be queued, and the
+ *       first two of them are the kernel's too, before the drain thread
+ *       runs (udp_queued 1).  The peer, connected
  *       (never queued), reads everything at the end; prints what it got.
  *   kwaitretry
  *       A reader that waits four times (SO_RCVTIMEO), then reads 1100
@@ -344,7 +345,7 @@ static int kwaitsend(void)
 		ssize_t r = recv(s, buf, sizeof(buf), 0);
 		printf("wait %d: %zd %s\n", i, r, r < 0 ? strerror(errno) : "");
 	}
-	for (int i = 0; i < 6; i++) {
+	for (int i = 0; i < 9; i++) {
 		char q[8];
 		int k = snprintf(q, sizeof(q), "q%d", i);
 		if (send(t, q, (size_t)k, 0) != k)

@@ -2,10 +2,10 @@
  * sending thread blocks where the library cannot see.  The main thread
  * sends on an engine socket, then waits in pthread_join (a futex: no call
  * the library makes its own) for a thread that waits, in a blocking recv
- * of the kernel's (MSG_WAITALL), for those very bytes.  They go in two
- * sends: until the drain thread runs, the first send of a round that the
- * engine would queue is the kernel's (engine_int.h rs_ring_may_queue), and the
- * second starts the thread and is queued.  The drain thread's watchdog
+ * of the kernel's (MSG_WAITALL), for those very bytes.  They go in three
+ * sends: until the drain thread runs, the first two sends of a round that
+ * the engine would queue are the kernel's (engine_int.h rs_ring_may_queue),
+ * and the third starts the thread and is queued.  The drain thread's watchdog
  * sends a blocked thread's queue; under RLIMIT_NOFILE 64 the drain thread
  * once did not start at all (no file slots for its jobs), and the join
  * waited for ever.  tests/integration/stress.sh runs this also with the
@@ -40,7 +40,8 @@ int main(void)
 	pthread_t th;
 	if (pthread_create(&th, NULL, peer, NULL))
 		die("pthread_create");
-	R("send", send(s, "for the joined", 14, 0));
+	R("send", send(s, "for the", 7, 0));
+	R("send", send(s, " joined", 7, 0));
 	R("send", send(s, " thread", 7, 0));
 	R("pthread_join", pthread_join(th, NULL));
 	errno = got_errno;
